@@ -1,0 +1,42 @@
+// What a call may ask for: the voices the existing clients offer and the models the server runs.
+export type Gender = 'feminine' | 'masculine';
+
+export interface VoiceInfo {
+  name: string;
+  lang: 'en' | 'es' | 'fr' | 'pt' | 'it';
+  gender: Gender;
+}
+
+// Every voice the existing clients send (client-compatibility.md); the first is their default.
+const VOICE_TABLE = `Sofía es f, Victoria en f, Ethan en m, Juan es m, Chloe en f, Marta es f, Harold en m, Alex en m,
+Julien fr m, Emilio es m, Bruno pt m, Mariana pt f, Carolina pt f, Hannah en f, Valerie en f, Camille fr f, Clara es f,
+Max en m, Chloé fr f, Álvaro es m, Giada it f, Lucía es f, Joana pt f, Aurélie fr f, Ignacio es m, Antoine fr m,
+Mathieu fr m, André pt m, Natalia es f, Ricardo es m, Adrian en m, Rafael pt m, Gustavo pt m, Marco it m, Alessandro it m,
+Matteo it m, Davide it m, Valentina it f, Serena it f, Roberto it m, Emma en f, Bernard fr m, Élise fr f, Nadine fr f,
+Laurent fr m, Teresa es f, Helena pt f, Lorenzo it m, Henrique pt m, Paola it f`;
+
+export const VOICES: readonly VoiceInfo[] = VOICE_TABLE.split(',').map((entry) => {
+  const [name, lang, g] = entry.trim().split(/\s+/);
+  return { name: name!, lang: lang as VoiceInfo['lang'], gender: g === 'f' ? 'feminine' : 'masculine' };
+});
+
+export const DEFAULT_VOICE = VOICES[0]!.name;
+
+export interface ModelInfo {
+  id: string;
+  description: string;
+  /** The model this id runs (aliases point at the operator's default). */
+  runs: string;
+}
+
+export const DEFAULT_MODEL = 'orga-1-beta';
+
+export const MODELS: readonly ModelInfo[] = [
+  { id: 'orga-1-beta', description: "The id the existing clients send; runs the operator's default model.", runs: 'parley-offline' },
+  { id: 'parley-offline', description: 'Built-in offline conversational model (rule-based, no weights).', runs: 'parley-offline' },
+  { id: 'echo', description: "Repeats the caller's words (for tests and latency measurement).", runs: 'echo' },
+];
+
+export const DEFAULT_TEMPERATURE = 0.5;
+export const MODALITIES = ['audio', 'video'] as const;
+export type Modality = (typeof MODALITIES)[number];

@@ -1,0 +1,57 @@
+// The narrow interface between a call and the WebRTC stack that terminates it on the server, so the
+// stack can be swapped (and measured against another) without touching the call logic.
+import type { OfferPlan } from '../sdpOffer.js';
+
+export type PeerState = 'new' | 'connecting' | 'connected' | 'disconnected' | 'failed' | 'closed';
+
+export interface RemoteCandidate {
+  candidate: string;
+  mid: string;
+}
+
+export interface AnswerRequest {
+  offerSdp: string;
+  plan: OfferPlan;
+  candidates: RemoteCandidate[];
+  /** Receive the offer's video m-line (recvonly); false answers it inactive. */
+  receiveVideo: boolean;
+}
+
+/** A data channel the client opened, carrying text messages. */
+export interface MessageChannel {
+  readonly label: string;
+  send(text: string): boolean;
+  onMessage(cb: (text: string) => void): void;
+  onClose(cb: () => void): void;
+  close(): void;
+}
+
+export interface ServerPeer {
+  /** Applies the offer and the client's candidates; resolves with the answer SDP once gathering is complete. */
+  answer(req: AnswerRequest): Promise<string>;
+  onStateChange(cb: (state: PeerState) => void): void;
+  onDataChannel(cb: (channel: MessageChannel) => void): void;
+  /** Raw RTP and RTCP packets arriving on the audio m-line (SRTP already removed). */
+  onAudioPacket(cb: (packet: Buffer) => void): void;
+  /** Raw RTP and RTCP packets arriving on the video m-line. */
+  onVideoPacket(cb: (packet: Buffer) => void): void;
+  /** Sends one RTP or RTCP packet on the audio m-line. */
+  sendAudioPacket(packet: Buffer): boolean;
+  close(): void;
+}
+
+export interface PeerFactoryOptions {
+  /** libdatachannel-style ICE server URLs for the server's own gathering; empty by default. */
+  iceServers: string[];
+  bindAddress?: string;
+  portRange?: [number, number];
+  /** Public address to advertise in place of the bound host address (1:1 NAT). */
+  publicIp?: string;
+  /** Seconds to wait for ICE gathering before answering with what was gathered. */
+  gatheringTimeoutMs?: number;
+}
+
+export interface PeerFactory {
+  readonly name: string;
+  create(label: string): ServerPeer;
+}

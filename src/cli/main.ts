@@ -1,0 +1,94 @@
+// The `parley` command: run the service and manage its keys.
+import { Command } from 'commander';
+import dotenv from 'dotenv';
+import { ConfigError, loadConfig, type Config } from '../config/env.js';
+import { serve } from '../server.js';
+import { openStore, type Store } from '../services.js';
+
+dotenv.config();
+
+function config(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`parley: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
+async function withStore<T>(fn: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openStore(config());
+  try {
+    return await fn(store);
+  } finally {
+    await store.db.destroy();
+  }
+}
+
+const program = new Command('parley').description('Parley: self-hostable real-time voice session server');
+
+program
+  .command('serve')
+  .description('run the HTTP service (configuration from the environment)')
+  .action(async () => serve(config()));
+
+const keys = program.command('keys').description('manage server API keys');
+keys
+  .command('create')
+  .description('create an API key and print it (shown only this once)')
+  .requiredOption('--name <name>', 'a name to recognise the key by')
+  .action(async (opts: { name: string }) =>
+    withStore(async (store) => {
+      const { key, record } = await store.apiKeys.create(opts.name);
+      process.stdout.write(`id:   ${record.id}\nname: ${record.name}\nkey:  ${key}\n`);
+      process.stderr.write('Store the key now: Parley keeps only its hash and cannot show it again.\n');
+    }),
+  );
+keys
+  .command('list')
+  .description('list API keys (never their secret part)')
+  .option('--json', 'print JSON')
+  .action(async (opts: { json?: boolean }) =>
+    withStore(async (store) => {
+      const list = await store.apiKeys.list();
+      if (opts.json) {
+        process.stdout.write(JSON.stringify(list, null, 2) + '\n');
+        return;
+      }
+      process.stdout.write(['ID', 'NAME', 'PREFIX', 'CREATED', 'LAST USED', 'STATUS'].join('\t') + '\n');
+      for (const k of list) {
+        const status = k.revokedAt ? `revoked ${k.revokedAt}` : 'active';
+        process.stdout.write([k.id, k.name, `${k.prefix}…`, k.createdAt, k.lastUsedAt ?? '-', status].join('\t') + '\n');
+      }
+    }),
+  );
+keys
+  .command('revoke')
+  .description('revoke an API key; its live tokens stop working too')
+  .argument('<id>', 'key id (from keys list)')
+  .action(async (id: string) =>
+    withStore(async (store) => {
+      if (!(await store.apiKeys.revoke(id))) {
+        process.stderr.write(`parley: no API key with id ${id}\n`);
+        process.exitCode = 1;
+        return;
+      }
+      process.stdout.write(`revoked ${id}\n`);
+    }),
+  );
+
+const tokens = program.command('tokens').description('manage ephemeral-token signing');
+tokens
+  .command('rotate-signing-key')
+  .description('start signing with a new secret; tokens signed with the old one stay valid until they expire')
+  .action(async () =>
+    withStore(async (store) => {
+      const { kid, retired } = await store.signingKeys.rotate();
+      process.stdout.write(`signing with ${kid}; retired ${retired.join(', ') || 'none'}\n`);
+    }),
+  );
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,159 @@
+// Configuration: every setting comes from an environment variable (or `.env` in development),
+// parsed and validated once at start. The table below is also the source of the README's list.
+import { isIP } from 'node:net';
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+  }
+}
+
+type Parser<T> = (raw: string) => T;
+
+interface Setting<T> {
+  doc: string;
+  /** Default as the user would write it; undefined means "unset". */
+  default?: string;
+  parse: Parser<T>;
+}
+
+const str: Parser<string> = (raw) => raw;
+
+const int = (min: number, max: number): Parser<number> => (raw) => {
+  if (!/^-?\d+$/.test(raw.trim())) throw new Error(`expected an integer, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new Error(`must be between ${min} and ${max}, got ${n}`);
+  return n;
+};
+
+const bool: Parser<boolean> = (raw) => {
+  const v = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off', ''].includes(v)) return false;
+  throw new Error(`expected true or false, got "${raw}"`);
+};
+
+const oneOf = <T extends string>(...values: T[]): Parser<T> => (raw) => {
+  if (!values.includes(raw as T)) throw new Error(`must be one of ${values.join(', ')}, got "${raw}"`);
+  return raw as T;
+};
+
+const list: Parser<string[]> = (raw) => raw.split(',').map((s) => s.trim()).filter(Boolean);
+
+const iceUrls = (schemes: string[]): Parser<string[]> => (raw) => {
+  const urls = list(raw);
+  for (const url of urls) {
+    const scheme = url.split(':', 1)[0] ?? '';
+    if (!schemes.includes(scheme) || !/^[a-z]+:[^\s:]+(:\d+)?(\?transport=(udp|tcp))?$/.test(url)) {
+      throw new Error(`"${url}" is not a ${schemes.join('/')}: URL like ${schemes[0]}:host:port`);
+    }
+  }
+  return urls;
+};
+
+const ip: Parser<string> = (raw) => {
+  if (raw !== '' && !isIP(raw)) throw new Error(`expected an IP address, got "${raw}"`);
+  return raw;
+};
+
+const secretList: Parser<string[]> = (raw) => {
+  const secrets = list(raw);
+  for (const s of secrets) if (s.length < 16) throw new Error('each secret must be at least 16 characters');
+  return secrets;
+};
+
+const databaseUrl: Parser<string> = (raw) => {
+  if (!/^(sqlite:|postgres:\/\/|postgresql:\/\/)/.test(raw)) {
+    throw new Error(`expected sqlite:<path> or postgres://..., got "${raw.replace(/:[^:@/]*@/, ':***@')}"`);
+  }
+  return raw;
+};
+
+const portRange: Parser<[number, number] | undefined> = (raw) => {
+  if (raw === '') return undefined;
+  const m = /^(\d+)-(\d+)$/.exec(raw.trim());
+  if (!m) throw new Error(`expected MIN-MAX, got "${raw}"`);
+  const lo = Number(m[1]);
+  const hi = Number(m[2]);
+  if (lo < 1024 || hi > 65535 || lo > hi) throw new Error(`range must lie within 1024-65535 with MIN <= MAX`);
+  return [lo, hi];
+};
+
+/** Every variable Parley reads. */
+export const settings = {
+  HOST: { doc: 'Address the HTTP server listens on.', default: '127.0.0.1', parse: str },
+  PORT: { doc: 'HTTP port (0 picks a free one).', default: '8080', parse: int(0, 65535) },
+  PARLEY_ENV: {
+    doc: 'development enables the demo page and its backend-proxy route; production disables them.',
+    default: 'production',
+    parse: oneOf('production', 'development'),
+  },
+  LOG_LEVEL: { doc: 'pino log level.', default: 'info', parse: oneOf('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent') },
+  DATA_DIR: { doc: 'Directory for the SQLite file and generated local secrets.', default: './data', parse: str },
+  DATABASE_URL: {
+    doc: 'sqlite:<path> (embedded, default <DATA_DIR>/parley.db) or postgres://user@host/db.',
+    parse: databaseUrl,
+  },
+  REDIS_URL: { doc: 'redis://host:port; shares call counts and key revocations across nodes. Optional.', parse: str },
+  API_KEY_PEPPER: {
+    doc: 'Server pepper for API-key hashes (>= 32 chars). Unset: generated once into <DATA_DIR>/secrets.json. Set the same value on every node.',
+    parse: (raw: string) => {
+      if (raw.length < 32) throw new Error('must be at least 32 characters');
+      return raw;
+    },
+  },
+  CREATE_DEV_KEY: { doc: 'On first start with no API keys, create one and print it once.', default: 'true', parse: bool },
+  TOKEN_TTL_SECONDS: { doc: 'Ephemeral token lifetime.', default: '120', parse: int(10, 3600) },
+  TOKEN_ISSUER: { doc: 'JWT iss claim.', default: 'parley', parse: str },
+  TOKEN_AUDIENCE: { doc: 'JWT aud claim.', default: 'parley-realtime', parse: str },
+  KEY_CACHE_TTL_MS: {
+    doc: 'How long a node trusts its cached view of an API key; a revocation takes effect within this time.',
+    default: '1000',
+    parse: int(0, 60000),
+  },
+  STUN_URLS: { doc: 'Comma-separated stun: URLs handed out by ice-config.', default: 'stun:127.0.0.1:3478', parse: iceUrls(['stun']) },
+  TURN_URLS: {
+    doc: 'Comma-separated turn:/turns: URLs handed out by ice-config (one TURN entry with credentials).',
+    default: 'turn:127.0.0.1:3479?transport=udp,turn:127.0.0.1:3479?transport=tcp',
+    parse: iceUrls(['turn', 'turns']),
+  },
+  TURN_SECRETS: {
+    doc: 'Comma-separated TURN REST-API shared secrets (coturn static-auth-secret); the first signs, all are accepted by coturn. Unset: one generated into <DATA_DIR>/secrets.json.',
+    parse: secretList,
+  },
+  TURN_CREDENTIAL_TTL_SECONDS: { doc: 'Lifetime of TURN credentials (outlasts a call).', default: '3600', parse: int(60, 86400) },
+  CORS_ORIGINS: { doc: 'Origins allowed to call ice-config and calls from a browser ("*" for any).', default: '*', parse: list },
+  ICE_BIND_ADDRESS: { doc: "Local address the server's peer connections bind to (empty: all interfaces).", default: '', parse: ip },
+  ICE_PORT_RANGE: { doc: 'UDP port range for media, MIN-MAX (empty: any).', default: '', parse: portRange },
+  CALL_CONNECT_TIMEOUT_MS: {
+    doc: 'A call whose peer has not connected (ICE + DTLS) by then is closed and recorded as failed.',
+    default: '30000',
+    parse: int(1000, 600000),
+  },
+} satisfies Record<string, Setting<unknown>>;
+
+type Settings = typeof settings;
+type Parsed = { [K in keyof Settings]: ReturnType<Settings[K]['parse']> | (Settings[K] extends { default: string } ? never : undefined) };
+/** DATABASE_URL's default depends on DATA_DIR, so it is always set after loading. */
+export type Config = Omit<Parsed, 'DATABASE_URL'> & { DATABASE_URL: string };
+
+/** Parses every setting from `env`, collecting all problems before failing. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const problems: string[] = [];
+  const out: Record<string, unknown> = {};
+  for (const [name, setting] of Object.entries(settings) as [string, Setting<unknown>][]) {
+    const raw = env[name] ?? setting.default;
+    if (raw === undefined || (raw === '' && setting.default === undefined)) {
+      out[name] = undefined;
+      continue;
+    }
+    try {
+      out[name] = setting.parse(raw);
+    } catch (err) {
+      problems.push(`${name}: ${(err as Error).message}`);
+    }
+  }
+  if (problems.length) throw new ConfigError(problems);
+  const parsed = out as Parsed;
+  return { ...parsed, DATABASE_URL: parsed.DATABASE_URL ?? `sqlite:${parsed.DATA_DIR.replace(/\/$/, '')}/parley.db` };
+}

@@ -1,0 +1,22 @@
+// CORS for the routes a browser calls (ice-config, calls, catalogue). client-secrets gets none: the
+// permanent key must never be used from a page.
+import type { FastifyInstance } from 'fastify';
+
+export function registerCors(app: FastifyInstance, paths: Set<string>, allowedOrigins: string[]): void {
+  const any = allowedOrigins.includes('*');
+  app.addHook('onRequest', async (req, reply) => {
+    const origin = req.headers.origin;
+    if (!origin || !paths.has(req.url.split('?', 1)[0]!)) return;
+    if (!any && !allowedOrigins.includes(origin)) return;
+    reply.header('Access-Control-Allow-Origin', any ? '*' : origin);
+    if (!any) reply.header('Vary', 'Origin');
+    if (req.method === 'OPTIONS' && req.headers['access-control-request-method']) {
+      reply
+        .header('Access-Control-Allow-Methods', 'GET, POST, OPTIONS')
+        .header('Access-Control-Allow-Headers', 'Authorization, Content-Type')
+        .header('Access-Control-Max-Age', '600')
+        .code(204)
+        .send();
+    }
+  });
+}

@@ -1,0 +1,80 @@
+// The contract's two error shapes. Shape A wraps 4xx auth/limit errors; Shape B is pydantic v2's
+// validation error list, which FastAPI-era clients parse.
+import { Type, type Static } from '@sinclair/typebox';
+
+export const ShapeAInner = Type.Object({
+  message: Type.String(),
+  type: Type.String(),
+  param: Type.Null(),
+  code: Type.Union([Type.String(), Type.Null()]),
+});
+
+export const ShapeA = Type.Object(
+  {
+    error: Type.Object({
+      // A string, except client-secrets' 401, where the message is itself an error object.
+      message: Type.Union([Type.String(), ShapeAInner]),
+      type: Type.String(),
+      param: Type.Null(),
+      code: Type.Union([Type.String(), Type.Null()]),
+    }),
+  },
+  { $id: 'ShapeA', description: 'Error object (401, 403, 404 on resources, 413, 503)' },
+);
+export type ShapeABody = Static<typeof ShapeA>;
+
+export const ValidationDetail = Type.Object({
+  type: Type.String(),
+  loc: Type.Array(Type.Union([Type.String(), Type.Integer()])),
+  msg: Type.String(),
+  input: Type.Unknown(),
+  ctx: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+});
+export type ValidationDetailBody = Static<typeof ValidationDetail>;
+
+export const ShapeB = Type.Object(
+  { detail: Type.Array(ValidationDetail) },
+  { $id: 'ShapeB', description: 'Validation error (422), one entry per problem' },
+);
+
+export const ERROR_TYPE = 'invalid_request_error';
+
+export function shapeA(message: string, code: string | null = null): ShapeABody {
+  return { error: { message, type: ERROR_TYPE, param: null, code } };
+}
+
+/** client-secrets' 401: the message is itself an error object (as the reference service answers). */
+export function nestedApiKeyError(): ShapeABody {
+  return {
+    error: {
+      message: { message: 'Incorrect API key provided or the API key is inactive.', type: ERROR_TYPE, param: null, code: null },
+      type: ERROR_TYPE,
+      param: null,
+      code: null,
+    },
+  };
+}
+
+export const MESSAGES = {
+  notAuthenticated: 'Not authenticated',
+  invalidToken: 'The ephemeral token is invalid or has expired.',
+  bodyTooLarge: 'Request body is larger than the 256 KiB limit.',
+} as const;
+
+/** An error a handler throws to answer 422 in Shape B. */
+export class ValidationFailure extends Error {
+  constructor(readonly detail: ValidationDetailBody[]) {
+    super(detail.map((d) => d.msg).join('; '));
+  }
+}
+
+/** An error a handler throws to answer a status with a Shape A body. */
+export class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly body: ShapeABody,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(typeof body.error.message === 'string' ? body.error.message : body.error.message.message);
+  }
+}

@@ -1,0 +1,54 @@
+// POST /v1/realtime/calls: an SDP offer becomes an SDP answer and a live call.
+import type { FastifyPluginAsync } from 'fastify';
+import { OfferRejected } from '../../calls/callManager.js';
+import { readOffer } from '../../calls/sdpOffer.js';
+import { effectiveParams } from '../../calls/sessionParams.js';
+import type { Services } from '../../services.js';
+import { requireToken } from '../auth.js';
+import { ValidationFailure } from '../errors.js';
+import { CallsBody, CallsResponse, type CallsBodyInput } from '../schemas.js';
+
+export const callRoutes = (services: Services): FastifyPluginAsync => async (app) => {
+  app.post<{ Body: CallsBodyInput }>(
+    '/v1/realtime/calls',
+    {
+      onRequest: requireToken(services),
+      schema: {
+        summary: 'Create a call: SDP offer in, SDP answer and conversation_id out',
+        body: CallsBody,
+        response: { 200: CallsResponse, 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' }, 422: { $ref: 'ShapeB#' } },
+      },
+    },
+    async (req) => {
+      const { offer } = req.body;
+      const reading = readOffer(offer.sdp);
+      if (!reading.ok) {
+        throw new ValidationFailure(
+          reading.problems.map((p) => ({ type: 'value_error', loc: ['body', 'offer', 'sdp'], msg: `Value error, ${p}`, input: null })),
+        );
+      }
+      const { plan } = reading;
+      // Candidates are matched to the offer's m-lines by mid, or by index when the mid is absent.
+      const candidates = offer.candidates
+        .map((c) => ({ candidate: c.candidate ?? '', mid: c.sdpMid ?? (c.sdpMLineIndex != null ? plan.mids[c.sdpMLineIndex] : undefined) ?? plan.audioMid }))
+        .filter((c) => c.candidate.trim() !== '');
+      try {
+        const { answerSdp, conversationId } = await services.calls.create({
+          apiKeyId: req.apiKeyId!,
+          endUser: req.token!.end_user ?? null,
+          offerSdp: offer.sdp,
+          plan,
+          candidates,
+          params: effectiveParams(req.body.params),
+        });
+        return { answer: { sdp: answerSdp, type: 'answer' as const }, conversation_id: conversationId };
+      } catch (err) {
+        if (!(err instanceof OfferRejected)) throw err;
+        throw new ValidationFailure([
+          { type: 'value_error', loc: ['body', 'offer', 'sdp'], msg: `Value error, the SDP offer could not be applied: ${err.message}`, input: null },
+        ]);
+      }
+    },
+  );
+};
+

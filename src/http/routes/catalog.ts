@@ -1,0 +1,18 @@
+// GET /v1/realtime/models and /v1/realtime/voices: what params.model and params.voice accept.
+import type { FastifyPluginAsync } from 'fastify';
+import { DEFAULT_MODEL, DEFAULT_VOICE, MODELS, VOICES } from '../../agent/catalog.js';
+import type { Services } from '../../services.js';
+import { requireTokenOrApiKey } from '../auth.js';
+import { ModelsResponse, VoicesResponse } from '../schemas.js';
+
+export const catalogRoutes = (services: Services): FastifyPluginAsync => async (app) => {
+  const auth = requireTokenOrApiKey(services);
+  app.get('/v1/realtime/models', { onRequest: auth, schema: { summary: 'Models a call may use', response: { 200: ModelsResponse } } }, async () => ({
+    default: DEFAULT_MODEL,
+    models: MODELS,
+  }));
+  app.get('/v1/realtime/voices', { onRequest: auth, schema: { summary: 'Voices a call may use', response: { 200: VoicesResponse } } }, async () => ({
+    default: DEFAULT_VOICE,
+    voices: VOICES,
+  }));
+};

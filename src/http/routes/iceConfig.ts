@@ -1,0 +1,20 @@
+// GET /v1/realtime/ice-config: STUN and TURN servers, TURN credentials minted per response.
+import type { FastifyPluginAsync } from 'fastify';
+import { buildIceServers } from '../../ice/iceConfig.js';
+import type { Services } from '../../services.js';
+import { requireToken } from '../auth.js';
+import { IceConfigResponse } from '../schemas.js';
+
+export const iceConfigRoutes = (services: Services): FastifyPluginAsync => async (app) => {
+  app.get(
+    '/v1/realtime/ice-config',
+    {
+      onRequest: requireToken(services),
+      schema: {
+        summary: 'ICE servers for a call, with per-response TURN credentials',
+        response: { 200: IceConfigResponse, 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' } },
+      },
+    },
+    async (req) => ({ iceServers: buildIceServers(services.ice, req.token!.jti) }),
+  );
+};

@@ -1,0 +1,81 @@
+// Request and response schemas: the single source for validation, TypeScript types and OpenAPI.
+import { Type, type Static } from '@sinclair/typebox';
+import { MODALITIES, MODELS, VOICES } from '../agent/catalog.js';
+
+export const MAX_CANDIDATES = 64;
+export const MAX_INSTRUCTIONS = 32 * 1024;
+export const BODY_LIMIT = 256 * 1024;
+
+export const ClientSecretsBody = Type.Object({}, { additionalProperties: false, description: 'Empty: no fields are accepted.' });
+export const ClientSecretsQuery = Type.Object({
+  email: Type.Optional(Type.String({ format: 'email', maxLength: 320, description: "End user's e-mail (sent by the published server SDK); recorded on the token." })),
+});
+
+export const ClientSecretsResponse = Type.Object({
+  ephemeral_token: Type.String({ description: 'The JWT.' }),
+  token_type: Type.Literal('bearer'),
+  expires_at: Type.String({ description: 'ISO 8601, UTC with Z.' }),
+  ephemeralToken: Type.String({ description: 'Guide-form alias of ephemeral_token.' }),
+  ttl: Type.Integer({ description: 'Remaining lifetime in whole seconds (guide form).' }),
+});
+
+export const IceServer = Type.Object({
+  urls: Type.Array(Type.String()),
+  username: Type.Optional(Type.String()),
+  credential: Type.Optional(Type.String()),
+});
+export const IceConfigResponse = Type.Object({ iceServers: Type.Array(IceServer) });
+
+export const Candidate = Type.Object({
+  candidate: Type.Optional(Type.String({ maxLength: 1024 })),
+  sdpMid: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()])),
+  sdpMLineIndex: Type.Optional(Type.Union([Type.Integer({ minimum: 0, maximum: 255 }), Type.Null()])),
+});
+export type CandidateInput = Static<typeof Candidate>;
+
+/** A string from a fixed set; one `enum` keyword so a wrong value yields one error naming the choices. */
+const StringEnum = <T extends string>(values: readonly T[], description?: string) =>
+  Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
+
+const nullableString = (opts: { maxLength: number; description: string }) =>
+  Type.Unsafe<string | null>({ type: ['string', 'null'], ...opts });
+
+export const CallParams = Type.Object(
+  {
+    voice: Type.Optional(StringEnum(VOICES.map((v) => v.name), 'Voice name; see GET /v1/realtime/voices.')),
+    model: Type.Optional(StringEnum(MODELS.map((m) => m.id), 'Model id; see GET /v1/realtime/models.')),
+    temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
+    return_transcription: Type.Optional(Type.Boolean()),
+    instructions: Type.Optional(nullableString({ maxLength: MAX_INSTRUCTIONS, description: 'System/persona instructions.' })),
+    modalities: Type.Optional(Type.Array(StringEnum(MODALITIES), { maxItems: 2 })),
+    history: Type.Optional(Type.Boolean()),
+    conversation_id: Type.Optional(Type.String({ maxLength: 64, description: 'Extension: resume this conversation (needs history).' })),
+  },
+  { description: 'Session parameters; unknown fields are ignored.' },
+);
+export type CallParamsInput = Static<typeof CallParams>;
+
+export const CallsBody = Type.Object({
+  offer: Type.Object({
+    sdp: Type.String({ maxLength: BODY_LIMIT }),
+    type: Type.Literal('offer'),
+    candidates: Type.Array(Candidate, { maxItems: MAX_CANDIDATES }),
+  }),
+  params: CallParams,
+});
+export type CallsBodyInput = Static<typeof CallsBody>;
+
+export const CallsResponse = Type.Object({
+  answer: Type.Object({ sdp: Type.String(), type: Type.Literal('answer') }),
+  conversation_id: Type.String(),
+});
+
+export const VoicesResponse = Type.Object({
+  default: Type.String(),
+  voices: Type.Array(Type.Object({ name: Type.String(), lang: Type.String(), gender: Type.String() })),
+});
+
+export const ModelsResponse = Type.Object({
+  default: Type.String(),
+  models: Type.Array(Type.Object({ id: Type.String(), description: Type.String(), runs: Type.String() })),
+});

@@ -1,0 +1,44 @@
+// A Parley node: configuration in, HTTP service up, one ready line out, clean shutdown on signals.
+import { destination, pino } from 'pino';
+import { shutdownLibDataChannel } from './calls/peer/libdatachannel.js';
+import type { Config } from './config/env.js';
+import { buildApp } from './http/app.js';
+import { createServices } from './services.js';
+
+export async function serve(config: Config): Promise<void> {
+  // Logs go to stderr as JSON; stdout carries only what a person or a script reads (ready line, dev key).
+  const log = pino(
+    {
+      level: config.LOG_LEVEL,
+      redact: { paths: ['req.headers.authorization', '*.authorization', '*.token', '*.ephemeral_token', '*.key'], censor: '[redacted]' },
+    },
+    destination(2),
+  );
+  const services = await createServices(config, log);
+  const app = await buildApp(services, log);
+
+  if (config.CREATE_DEV_KEY && (await services.apiKeys.count()) === 0) {
+    const { key, record } = await services.apiKeys.create('development');
+    process.stdout.write(`created development API key ${record.id} (shown once, store it now): ${key}\n`);
+  }
+
+  await app.listen({ host: config.HOST, port: config.PORT });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
+  const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
+  process.stdout.write(`parley ready at http://${host}:${port}\n`);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    services.calls.endAll('server_shutdown');
+    await app.close();
+    await services.close();
+    shutdownLibDataChannel();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}

@@ -1,0 +1,87 @@
+// Wires the parts of a Parley node together from its configuration.
+import type { FastifyBaseLogger } from 'fastify';
+import { ApiKeyStore } from './auth/apiKeys.js';
+import { ApiKeyCache } from './auth/keyCache.js';
+import { loadOrCreateLocalSecrets } from './auth/localSecrets.js';
+import { SigningKeyStore } from './auth/signingKeys.js';
+import { TokenService } from './auth/tokens.js';
+import { CallManager } from './calls/callManager.js';
+import { libDataChannelFactory } from './calls/peer/libdatachannel.js';
+import type { Config } from './config/env.js';
+import type { IceConfigOptions } from './ice/iceConfig.js';
+import { ConversationStore } from './storage/conversations.js';
+import { openDatabase, type Db } from './storage/db.js';
+import { migrate } from './storage/migrations.js';
+
+/** Storage and key material: what the CLI needs too. */
+export interface Store {
+  db: Db;
+  apiKeys: ApiKeyStore;
+  signingKeys: SigningKeyStore;
+  conversations: ConversationStore;
+  turnSecrets: string[];
+}
+
+export async function openStore(config: Config): Promise<Store> {
+  const needsLocal = !config.API_KEY_PEPPER || !config.TURN_SECRETS;
+  const local = needsLocal ? loadOrCreateLocalSecrets(config.DATA_DIR) : undefined;
+  const pepper = config.API_KEY_PEPPER ?? local!.apiKeyPepper;
+  const db = await openDatabase(config.DATABASE_URL);
+  await migrate(db);
+  const signingKeys = new SigningKeyStore(db, pepper);
+  await signingKeys.init();
+  return {
+    db,
+    apiKeys: new ApiKeyStore(db, pepper),
+    signingKeys,
+    conversations: new ConversationStore(db),
+    turnSecrets: config.TURN_SECRETS ?? [local!.turnSecret],
+  };
+}
+
+export interface Services extends Store {
+  config: Config;
+  keyCache: ApiKeyCache;
+  tokens: TokenService;
+  calls: CallManager;
+  ice: IceConfigOptions;
+  close(): Promise<void>;
+}
+
+export async function createServices(config: Config, log: FastifyBaseLogger): Promise<Services> {
+  const store = await openStore(config);
+  const keyCache = new ApiKeyCache(store.apiKeys, config.KEY_CACHE_TTL_MS);
+  keyCache.start();
+  // Another node (or the CLI) may rotate the signing key: pick the new one up.
+  const reloadTimer = setInterval(() => void store.signingKeys.reload().catch(() => {}), 30_000);
+  reloadTimer.unref();
+  const tokens = new TokenService(store.signingKeys, {
+    issuer: config.TOKEN_ISSUER,
+    audience: config.TOKEN_AUDIENCE,
+    ttlSeconds: config.TOKEN_TTL_SECONDS,
+  });
+  const peers = libDataChannelFactory({
+    iceServers: [],
+    ...(config.ICE_BIND_ADDRESS ? { bindAddress: config.ICE_BIND_ADDRESS } : {}),
+    ...(config.ICE_PORT_RANGE ? { portRange: config.ICE_PORT_RANGE } : {}),
+  });
+  const calls = new CallManager(peers, store.conversations, { connectTimeoutMs: config.CALL_CONNECT_TIMEOUT_MS }, log);
+  return {
+    ...store,
+    config,
+    keyCache,
+    tokens,
+    calls,
+    ice: {
+      stunUrls: config.STUN_URLS,
+      turnUrls: config.TURN_URLS,
+      turnSecrets: store.turnSecrets,
+      turnTtlSeconds: config.TURN_CREDENTIAL_TTL_SECONDS,
+    },
+    async close() {
+      clearInterval(reloadTimer);
+      await keyCache.stop();
+      await store.db.destroy();
+    },
+  };
+}

@@ -1,0 +1,59 @@
+// Schema migrations, applied at start by every process that opens the store (idempotent).
+import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import type { Db } from './db.js';
+
+const migrations: Record<string, Migration> = {
+  '0001_initial': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('api_keys')
+        .addColumn('id', 'varchar(40)', (c) => c.primaryKey())
+        .addColumn('name', 'varchar(200)', (c) => c.notNull())
+        .addColumn('key_hash', 'varchar(64)', (c) => c.notNull().unique())
+        .addColumn('prefix', 'varchar(40)', (c) => c.notNull())
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('last_used_at', 'varchar(32)')
+        .addColumn('revoked_at', 'varchar(32)')
+        .execute();
+      await db.schema
+        .createTable('signing_keys')
+        .addColumn('kid', 'varchar(40)', (c) => c.primaryKey())
+        .addColumn('secret_enc', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('retired_at', 'varchar(32)')
+        .execute();
+      await db.schema
+        .createTable('conversations')
+        .addColumn('id', 'varchar(48)', (c) => c.primaryKey())
+        .addColumn('api_key_id', 'varchar(40)', (c) => c.notNull())
+        .addColumn('end_user', 'varchar(320)')
+        .addColumn('params', 'text', (c) => c.notNull())
+        .addColumn('state', 'varchar(16)', (c) => c.notNull())
+        .addColumn('end_reason', 'varchar(32)')
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('connected_at', 'varchar(32)')
+        .addColumn('ended_at', 'varchar(32)')
+        .execute();
+      await db.schema.createIndex('conversations_api_key_id').on('conversations').column('api_key_id').execute();
+      await db.schema
+        .createTable('conversation_items')
+        .addColumn('conversation_id', 'varchar(48)', (c) => c.notNull())
+        .addColumn('seq', 'integer', (c) => c.notNull())
+        .addColumn('role', 'varchar(16)', (c) => c.notNull())
+        .addColumn('text', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addPrimaryKeyConstraint('conversation_items_pk', ['conversation_id', 'seq'])
+        .execute();
+    },
+  },
+};
+
+const provider: MigrationProvider = { getMigrations: async () => migrations };
+
+export async function migrate(db: Db): Promise<void> {
+  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    throw new Error(`database migration ${failed} failed: ${(error as Error).message ?? error}`);
+  }
+}

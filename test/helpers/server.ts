@@ -1,0 +1,105 @@
+// Starts a real Parley process on loopback (port 0) with its own data directory, and stops it.
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const CLI = join(ROOT, 'src/cli/main.ts');
+const run = promisify(execFile);
+
+export interface RunningServer {
+  baseUrl: string;
+  /** The development key printed on first start. */
+  devKey: string;
+  env: NodeJS.ProcessEnv;
+  proc: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  /** Runs `parley <args>` against the same store. */
+  cli: (...args: string[]) => Promise<{ stdout: string; stderr: string; code: number }>;
+  stop: (signal?: NodeJS.Signals) => Promise<number | null>;
+}
+
+export async function startServer(extraEnv: Record<string, string> = {}): Promise<RunningServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'parley-test-'));
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    DATA_DIR: dataDir,
+    ICE_BIND_ADDRESS: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    ...extraEnv,
+  };
+  const proc = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  proc.stderr!.on('data', (d) => (err += d));
+  const ready = await new Promise<{ baseUrl: string; devKey: string }>((resolveReady, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}\n${err}`)), 30_000);
+    proc.stdout!.on('data', (d) => {
+      out += d;
+      const m = /parley ready at (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolveReady({ baseUrl: m[1]!, devKey: /(sk_parley_ai_\w+)/.exec(out)?.[1] ?? '' });
+      }
+    });
+    proc.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${out}\n${err}`)));
+  });
+  const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
+  return {
+    ...ready,
+    env,
+    proc,
+    stdout: () => out,
+    stderr: () => err,
+    cli: async (...args) => {
+      try {
+        const r = await run(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, env });
+        return { stdout: r.stdout, stderr: r.stderr, code: 0 };
+      } catch (e) {
+        const x = e as { stdout: string; stderr: string; code: number };
+        return { stdout: x.stdout, stderr: x.stderr, code: x.code };
+      }
+    },
+    stop: async (signal = 'SIGTERM') => {
+      if (proc.exitCode === null) proc.kill(signal);
+      const code = await exited;
+      rmSync(dataDir, { recursive: true, force: true });
+      return code;
+    },
+  };
+}
+
+/** fetch with JSON conveniences; returns status, headers and the parsed body. */
+export async function http(
+  baseUrl: string,
+  path: string,
+  opts: { method?: string; token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+): Promise<{ status: number; headers: Headers; body: any }> {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
+  let body: string | undefined = opts.rawBody;
+  if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(baseUrl + path, { method: opts.method ?? (body !== undefined ? 'POST' : 'GET'), headers, body });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    // keep text
+  }
+  return { status: res.status, headers: res.headers, body: parsed };
+}
+
+export async function mintToken(baseUrl: string, apiKey: string): Promise<string> {
+  const r = await http(baseUrl, '/v1/realtime/client-secrets', { method: 'POST', token: apiKey, headers: { 'content-type': 'application/json' } });
+  if (r.status !== 200) throw new Error(`client-secrets answered ${r.status}: ${JSON.stringify(r.body)}`);
+  return r.body.ephemeral_token as string;
+}
