@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs what Parley needs on a fresh Debian machine with Node 20, then returns.
+#   --runtime  what the service needs to run (npm dependencies)
+#   --test     also what the test suite needs: Chromium, coturn, speech tools, PostgreSQL and Redis
+# Debian packages are installed with apt-get when missing (root, or sudo without a password).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode="${1:---runtime}"
+
+need_node() {
+  local major
+  major=$(node -p 'process.versions.node.split(".")[0]')
+  if [ "$major" -lt 20 ]; then echo "setup: Node 20 or newer is required (found $(node -v))" >&2; exit 1; fi
+}
+
+apt_install() {
+  local missing=()
+  for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if sudo -n true 2>/dev/null; then sudo="sudo -n"; else
+      echo "setup: please install these Debian packages: ${missing[*]} (sudo apt-get install ${missing[*]})" >&2; exit 1
+    fi
+  fi
+  echo "setup: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+need_node
+[ -d node_modules ] || npm ci
+
+if [ "$mode" = "--test" ]; then
+  apt_install chromium coturn espeak-ng flite sox postgresql redis-server
+  # coturn's Debian service is not used: the tests start their own instances with temporary configs.
+  if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
+    echo "setup: starting PostgreSQL" >&2
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start || true
+    for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 0.5; done
+  fi
+  if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
+    echo "setup: starting Redis" >&2
+    redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null
+  fi
+fi

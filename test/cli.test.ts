@@ -1,0 +1,80 @@
+// The `parley` CLI: keys create / list / revoke against the store a server uses.
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { http, startServer, type RunningServer } from './helpers/server.ts';
+
+let server: RunningServer;
+before(async () => {
+  server = await startServer({ KEY_CACHE_TTL_MS: '100' });
+});
+after(async () => {
+  await server.stop();
+});
+
+test('create prints the key once; list shows no secret; revoke gives the nested 401', async () => {
+  const created = await server.cli('keys', 'create', '--name', 'backend-a');
+  assert.equal(created.code, 0, created.stderr);
+  const key = /key:\s+(sk_parley_ai_[0-9A-Za-z]{32,})/.exec(created.stdout)?.[1];
+  const id = /id:\s+(key_\w+)/.exec(created.stdout)?.[1];
+  assert.ok(key && id, created.stdout);
+
+  const ok = await http(server.baseUrl, '/v1/realtime/client-secrets', { method: 'POST', token: key });
+  assert.equal(ok.status, 200);
+
+  const list = await server.cli('keys', 'list');
+  assert.equal(list.code, 0);
+  assert.match(list.stdout, new RegExp(`${id}\\s+backend-a\\s+sk_parley_ai_\\w{4}…`));
+  assert.ok(!list.stdout.includes(key), 'list never shows the key');
+  assert.ok(!list.stdout.includes(key.slice(20)), 'nor its secret part');
+  const json = JSON.parse((await server.cli('keys', 'list', '--json')).stdout);
+  assert.equal(json.find((k: any) => k.id === id).revokedAt, null);
+
+  const revoked = await server.cli('keys', 'revoke', id);
+  assert.equal(revoked.code, 0);
+  await new Promise((r) => setTimeout(r, 300));
+  const denied = await http(server.baseUrl, '/v1/realtime/client-secrets', { method: 'POST', token: key });
+  assert.equal(denied.status, 401);
+  assert.match(denied.body.error.message.message, /incorrect|inactive/i);
+  const after = JSON.parse((await server.cli('keys', 'list', '--json')).stdout);
+  assert.ok(after.find((k: any) => k.id === id).revokedAt);
+});
+
+test('revoking an unknown id fails with a clear message', async () => {
+  const r = await server.cli('keys', 'revoke', 'key_doesnotexist');
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /no API key with id key_doesnotexist/);
+});
+
+test('the store holds neither API keys nor signing secrets in clear; logs hold no secrets', async () => {
+  const created = await server.cli('keys', 'create', '--name', 'scan');
+  const key = /key:\s+(sk_parley_ai_\w+)/.exec(created.stdout)![1]!;
+  const token = (await http(server.baseUrl, '/v1/realtime/client-secrets', { method: 'POST', token: key })).body.ephemeral_token;
+  await http(server.baseUrl, '/v1/realtime/ice-config', { token });
+  const dataDir = server.env.DATA_DIR!;
+  const dbFiles = readdirSync(dataDir).filter((f) => f.startsWith('parley.db'));
+  const raw = Buffer.concat(dbFiles.map((f) => readFileSync(join(dataDir, f)))).toString('latin1');
+  assert.ok(!raw.includes(key), 'key not in the database files');
+  assert.ok(!raw.includes(server.devKey), 'dev key not in the database files');
+  assert.ok(raw.includes(key.slice(0, 17)), 'only the short visible prefix is');
+  assert.ok(!server.stderr().includes(key) && !server.stderr().includes(token), 'logs carry no key or token');
+});
+
+test('a bad setting stops the CLI with a clear message per problem', async () => {
+  const r = await server.cli('keys', 'list');
+  assert.equal(r.code, 0);
+  const { execFile } = await import('node:child_process');
+  const out = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    const p = execFile(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+      env: { ...server.env, PORT: 'eighty', TOKEN_TTL_SECONDS: '5', STUN_URLS: 'http://x' },
+    }, () => {});
+    let stderr = '';
+    p.stderr!.on('data', (d) => (stderr += d));
+    p.on('exit', (code) => resolve({ code, stderr }));
+  });
+  assert.equal(out.code, 2);
+  assert.match(out.stderr, /PORT: expected an integer/);
+  assert.match(out.stderr, /TOKEN_TTL_SECONDS: must be between 10 and 3600/);
+  assert.match(out.stderr, /STUN_URLS: .*not a stun/);
+});
