@@ -33,8 +33,11 @@ export async function serve(config: Config): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
-    services.calls.endAll('server_shutdown');
-    await app.close();
+    // Drain: no new calls (503), live calls get session.ended and are closed and recorded.
+    const drained = services.calls.drain('server_shutdown');
+    const closed = app.close();
+    await drained;
+    await closed;
     await services.close();
     shutdownLibDataChannel();
     process.exit(0);

@@ -5,6 +5,8 @@ import { ApiKeyCache } from './auth/keyCache.js';
 import { loadOrCreateLocalSecrets } from './auth/localSecrets.js';
 import { SigningKeyStore } from './auth/signingKeys.js';
 import { TokenService } from './auth/tokens.js';
+import { echoAgentFactory } from './agent/echoAgent.js';
+import { AgentRegistry } from './agent/registry.js';
 import { CallManager } from './calls/callManager.js';
 import { libDataChannelFactory } from './calls/peer/libdatachannel.js';
 import type { Config } from './config/env.js';
@@ -65,7 +67,13 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     ...(config.ICE_BIND_ADDRESS ? { bindAddress: config.ICE_BIND_ADDRESS } : {}),
     ...(config.ICE_PORT_RANGE ? { portRange: config.ICE_PORT_RANGE } : {}),
   });
-  const calls = new CallManager(peers, store.conversations, { connectTimeoutMs: config.CALL_CONNECT_TIMEOUT_MS }, log);
+  const agents = new AgentRegistry().register('audio-echo', echoAgentFactory(config.ECHO_DELAY_MS));
+  const calls = new CallManager(peers, store.conversations, (params) => agents.factoryFor(params), {
+    connectTimeoutMs: config.CALL_CONNECT_TIMEOUT_MS,
+    idleTimeoutMs: config.CALL_IDLE_TIMEOUT_MS,
+    maxDurationMs: config.CALL_MAX_DURATION_MS,
+    maxConcurrentCalls: config.MAX_CONCURRENT_CALLS,
+  }, log);
   return {
     ...store,
     config,

@@ -138,7 +138,7 @@ describe('ice-config', () => {
   });
 
   test('no Authorization header, or not Bearer: 403 Not authenticated', async () => {
-    for (const headers of [{}, { authorization: 'Basic abc' }, { authorization: 'Bearer' }, { authorization: '' }]) {
+    for (const headers of <Record<string, string>[]>[{}, { authorization: 'Basic abc' }, { authorization: 'Bearer' }, { authorization: '' }]) {
       const r = await http(server.baseUrl, '/v1/realtime/ice-config', { headers });
       assert.equal(r.status, 403, JSON.stringify(headers));
       assertShapeA(r.body, /^Not authenticated$/);

@@ -1,8 +1,10 @@
-// Creates calls from offers and keeps each one's peer alive until it ends, recording its lifecycle.
+// Creates calls from offers, enforces the node's call limits and drains calls on shutdown.
 import type { FastifyBaseLogger } from 'fastify';
+import type { AgentFactory, ConversationTurn } from '../agent/types.js';
 import { randomId } from '../auth/ids.js';
 import type { ConversationStore } from '../storage/conversations.js';
-import type { PeerFactory, PeerState, RemoteCandidate, ServerPeer } from './peer/types.js';
+import { CallSession, type CallTimeouts } from './callSession.js';
+import type { PeerFactory, RemoteCandidate } from './peer/types.js';
 import type { OfferPlan } from './sdpOffer.js';
 import type { SessionParams } from './sessionParams.js';
 
@@ -13,52 +15,30 @@ export interface CallRequest {
   plan: OfferPlan;
   candidates: RemoteCandidate[];
   params: SessionParams;
+  /** Resume this earlier conversation's thread (its history becomes the agent's context). */
+  resume?: { threadId: string; history: ConversationTurn[] };
 }
 
-export interface CallLimits {
-  connectTimeoutMs: number;
+export interface CallLimits extends CallTimeouts {
+  maxConcurrentCalls: number;
 }
 
 /** The WebRTC stack refused the offer (a client error, answered 422). */
 export class OfferRejected extends Error {}
 
-export class Call {
-  private connectTimer: NodeJS.Timeout | undefined;
-  private ended = false;
-  state: 'connecting' | 'active' | 'ended' | 'failed' = 'connecting';
-
-  constructor(
-    readonly id: string,
-    readonly peer: ServerPeer,
-    readonly params: SessionParams,
-    private readonly onEnd: (call: Call, state: 'ended' | 'failed', reason: string) => void,
-  ) {}
-
-  armConnectTimeout(ms: number): void {
-    this.connectTimer = setTimeout(() => this.end('failed', 'connect_timeout'), ms);
-  }
-
-  connected(): void {
-    clearTimeout(this.connectTimer);
-    this.state = 'active';
-  }
-
-  end(state: 'ended' | 'failed', reason: string): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.state = state;
-    clearTimeout(this.connectTimer);
-    this.peer.close();
-    this.onEnd(this, state, reason);
-  }
-}
+/** The node cannot take another call now (answered 503 with Retry-After). */
+export class CallCapacityExceeded extends Error {}
 
 export class CallManager {
-  private readonly calls = new Map<string, Call>();
+  private readonly calls = new Map<string, CallSession>();
+  /** Calls being set up (answer not yet sent) count against the limit too. */
+  private starting = 0;
+  private draining = false;
 
   constructor(
     private readonly peers: PeerFactory,
     private readonly conversations: ConversationStore,
+    private readonly agentFor: (params: SessionParams) => AgentFactory,
     private readonly limits: CallLimits,
     private readonly log: FastifyBaseLogger,
   ) {}
@@ -67,55 +47,58 @@ export class CallManager {
     return this.calls.size;
   }
 
-  get(id: string): Call | undefined {
+  get(id: string): CallSession | undefined {
     return this.calls.get(id);
   }
 
-  /** Answers the offer and starts the call. Throws if the stack rejects the offer. */
+  /** Answers the offer and starts the call. */
   async create(req: CallRequest): Promise<{ answerSdp: string; conversationId: string }> {
-    const id = randomId('conv_');
-    const peer = this.peers.create(id);
-    const call = new Call(id, peer, req.params, (c, state, reason) => this.finish(c, state, reason));
-    let answerSdp: string;
+    if (this.draining) throw new CallCapacityExceeded('The server is shutting down; try another node.');
+    if (this.calls.size + this.starting >= this.limits.maxConcurrentCalls) {
+      throw new CallCapacityExceeded('This server is at its limit of concurrent calls; retry shortly.');
+    }
+    this.starting++;
     try {
-      peer.onStateChange((s) => this.onPeerState(call, s));
-      answerSdp = await peer.answer({
-        offerSdp: req.offerSdp,
+      const id = randomId('conv_');
+      const peer = this.peers.create(id);
+      const session = new CallSession({
+        id,
+        threadId: req.resume?.threadId ?? id,
+        peer,
         plan: req.plan,
-        candidates: req.candidates,
-        receiveVideo: req.params.modalities.includes('video'),
+        params: req.params,
+        history: req.resume?.history ?? [],
+        agentFor: this.agentFor,
+        conversations: this.conversations,
+        timeouts: this.limits,
+        log: this.log,
       });
-    } catch (err) {
-      peer.close();
-      throw new OfferRejected((err as Error).message);
+      let answerSdp: string;
+      try {
+        answerSdp = await peer.answer({
+          offerSdp: req.offerSdp,
+          plan: req.plan,
+          candidates: req.candidates,
+          audioSsrc: session.audioSsrc,
+          receiveVideo: req.params.modalities.includes('video'),
+        });
+      } catch (err) {
+        void session.end('failed', 'offer_rejected');
+        throw new OfferRejected((err as Error).message);
+      }
+      await this.conversations.create({ id, apiKeyId: req.apiKeyId, threadId: req.resume?.threadId ?? id, endUser: req.endUser, params: req.params });
+      this.calls.set(id, session);
+      session.onEnd((s) => this.calls.delete(s.id));
+      this.log.info({ conversation: id }, 'call created');
+      return { answerSdp, conversationId: id };
+    } finally {
+      this.starting--;
     }
-    await this.conversations.create({ id, apiKeyId: req.apiKeyId, endUser: req.endUser, params: req.params });
-    this.calls.set(id, call);
-    call.armConnectTimeout(this.limits.connectTimeoutMs);
-    this.log.info({ conversation: id }, 'call created');
-    return { answerSdp, conversationId: id };
   }
 
-  private onPeerState(call: Call, state: PeerState): void {
-    if (state === 'connected' && call.state === 'connecting') {
-      call.connected();
-      void this.conversations.markActive(call.id).catch((err) => this.log.error({ err, conversation: call.id }, 'record failed'));
-      this.log.info({ conversation: call.id }, 'call connected');
-    } else if (state === 'failed') {
-      call.end(call.state === 'connecting' ? 'failed' : 'ended', 'ice_failed');
-    } else if (state === 'disconnected' || state === 'closed') {
-      call.end(call.state === 'connecting' ? 'failed' : 'ended', 'peer_disconnected');
-    }
-  }
-
-  private finish(call: Call, state: 'ended' | 'failed', reason: string): void {
-    this.calls.delete(call.id);
-    this.log.info({ conversation: call.id, state, reason }, 'call ended');
-    void this.conversations.finish(call.id, state, reason).catch((err) => this.log.error({ err, conversation: call.id }, 'record failed'));
-  }
-
-  /** Ends every live call (server shutdown). */
-  endAll(reason: string): void {
-    for (const call of [...this.calls.values()]) call.end('ended', reason);
+  /** Stops taking calls and ends every live one (server shutdown); resolves once all are recorded. */
+  async drain(reason = 'server_shutdown'): Promise<void> {
+    this.draining = true;
+    await Promise.all([...this.calls.values()].map((c) => c.end('ended', reason)));
   }
 }

@@ -130,6 +130,14 @@ export const settings = {
     default: '30000',
     parse: int(1000, 600000),
   },
+  CALL_IDLE_TIMEOUT_MS: {
+    doc: 'A connected call with no audio or data-channel message from the client for this long is ended (idle_timeout).',
+    default: '60000',
+    parse: int(1000, 86_400_000),
+  },
+  CALL_MAX_DURATION_MS: { doc: 'A call is ended after this long (max_duration).', default: '3600000', parse: int(1000, 86_400_000) },
+  MAX_CONCURRENT_CALLS: { doc: 'Calls this node carries at once; beyond it, calls answers 503 with Retry-After.', default: '50', parse: int(1, 10000) },
+  ECHO_DELAY_MS: { doc: "Delay before the audio-echo agent plays the caller's audio back.", default: '200', parse: int(0, 5000) },
 } satisfies Record<string, Setting<unknown>>;
 
 type Settings = typeof settings;

@@ -7,6 +7,7 @@ import { HttpError, MESSAGES, ShapeA, ShapeB, ValidationFailure, shapeA } from '
 import { jsonInvalid, toPydanticDetail } from './pydantic.js';
 import { callRoutes } from './routes/calls.js';
 import { catalogRoutes } from './routes/catalog.js';
+import { conversationRoutes } from './routes/conversations.js';
 import { clientSecretsRoutes } from './routes/clientSecrets.js';
 import { iceConfigRoutes } from './routes/iceConfig.js';
 import { BODY_LIMIT } from './schemas.js';
@@ -89,6 +90,7 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
   await app.register(iceConfigRoutes(services));
   await app.register(callRoutes(services));
   await app.register(catalogRoutes(services));
+  await app.register(conversationRoutes(services));
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok', calls: services.calls.activeCount }));
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;

@@ -24,6 +24,7 @@ export interface SigningKeysTable {
 export interface ConversationsTable {
   id: string;
   api_key_id: string;
+  thread_id: string;
   end_user: string | null;
   params: string;
   state: string;
@@ -34,7 +35,7 @@ export interface ConversationsTable {
 }
 
 export interface ConversationItemsTable {
-  conversation_id: string;
+  thread_id: string;
   /** Turn order within the conversation. */
   seq: number;
   role: string;

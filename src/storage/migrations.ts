@@ -26,6 +26,8 @@ const migrations: Record<string, Migration> = {
         .createTable('conversations')
         .addColumn('id', 'varchar(48)', (c) => c.primaryKey())
         .addColumn('api_key_id', 'varchar(40)', (c) => c.notNull())
+        // Calls that resume a conversation share its thread (and so its history).
+        .addColumn('thread_id', 'varchar(48)', (c) => c.notNull())
         .addColumn('end_user', 'varchar(320)')
         .addColumn('params', 'text', (c) => c.notNull())
         .addColumn('state', 'varchar(16)', (c) => c.notNull())
@@ -37,12 +39,12 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('conversations_api_key_id').on('conversations').column('api_key_id').execute();
       await db.schema
         .createTable('conversation_items')
-        .addColumn('conversation_id', 'varchar(48)', (c) => c.notNull())
+        .addColumn('thread_id', 'varchar(48)', (c) => c.notNull())
         .addColumn('seq', 'integer', (c) => c.notNull())
         .addColumn('role', 'varchar(16)', (c) => c.notNull())
         .addColumn('text', 'text', (c) => c.notNull())
         .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
-        .addPrimaryKeyConstraint('conversation_items_pk', ['conversation_id', 'seq'])
+        .addPrimaryKeyConstraint('conversation_items_pk', ['thread_id', 'seq'])
         .execute();
     },
   },

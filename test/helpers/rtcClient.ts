@@ -119,3 +119,64 @@ export async function openCall(baseUrl: string, token: string, opts: ClientOptio
     },
   };
 }
+
+const { RTCAudioSource, RTCAudioSink, RTCVideoSource } = (wrtc as any).nonstandard;
+
+/** Attaches a microphone that plays a 440 Hz tone (10 ms chunks) with replaceTrack; returns stop(). */
+export async function attachTone(client: RtcClient, amplitude = 8000): Promise<() => void> {
+  const source = new RTCAudioSource();
+  const track = source.createTrack();
+  const transceiver = client.pc.getTransceivers().find((t: any) => t.receiver.track.kind === 'audio');
+  await transceiver.sender.replaceTrack(track);
+  let phase = 0;
+  const timer = setInterval(() => {
+    const samples = new Int16Array(480);
+    for (let i = 0; i < samples.length; i++) samples[i] = Math.round(amplitude * Math.sin((2 * Math.PI * 440 * phase++) / 48000));
+    source.onData({ samples, sampleRate: 48000, bitsPerSample: 16, channelCount: 1, numberOfFrames: 480 });
+  }, 10);
+  return () => {
+    clearInterval(timer);
+    track.stop();
+  };
+}
+
+/** Attaches a camera (a flat grey 320x240 picture at 15 fps) with replaceTrack; returns stop(). */
+export async function attachCamera(client: RtcClient): Promise<() => void> {
+  const source = new RTCVideoSource();
+  const track = source.createTrack();
+  const transceiver = client.pc.getTransceivers().find((t: any) => t.receiver.track.kind === 'video');
+  await transceiver.sender.replaceTrack(track);
+  const width = 320;
+  const height = 240;
+  const data = new Uint8ClampedArray(width * height * 1.5).fill(128);
+  const timer = setInterval(() => source.onFrame({ width, height, data }), 66);
+  return () => {
+    clearInterval(timer);
+    track.stop();
+  };
+}
+
+/** Listens to the server's audio; reports the peak RMS level heard so far and samples received. */
+export function listen(client: RtcClient): { peakRms: () => number; samples: () => number; stop: () => void } {
+  const transceiver = client.pc.getTransceivers().find((t: any) => t.receiver.track.kind === 'audio');
+  const sink = new RTCAudioSink(transceiver.receiver.track);
+  let peak = 0;
+  let count = 0;
+  sink.ondata = (d: { samples: Int16Array }) => {
+    let sum = 0;
+    for (const s of d.samples) sum += s * s;
+    count += d.samples.length;
+    peak = Math.max(peak, Math.sqrt(sum / d.samples.length));
+  };
+  return { peakRms: () => peak, samples: () => count, stop: () => sink.stop() };
+}
+
+/** The client's inbound-rtp audio statistics from getStats(). */
+export async function inboundAudio(client: RtcClient): Promise<{ packetsReceived: number; packetsLost: number; jitter: number; audioLevel?: number }> {
+  const stats = await client.pc.getStats();
+  let found: any = { packetsReceived: 0, packetsLost: 0, jitter: 0 };
+  stats.forEach((s: any) => {
+    if (s.type === 'inbound-rtp' && (s.kind === 'audio' || s.mediaType === 'audio')) found = s;
+  });
+  return found;
+}

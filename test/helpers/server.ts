@@ -19,7 +19,7 @@ export interface RunningServer {
   stderr: () => string;
   /** Runs `parley <args>` against the same store. */
   cli: (...args: string[]) => Promise<{ stdout: string; stderr: string; code: number }>;
-  stop: (signal?: NodeJS.Signals) => Promise<number | null>;
+  stop: (signal?: NodeJS.Signals, opts?: { keepData?: boolean }) => Promise<number | null>;
 }
 
 export async function startServer(extraEnv: Record<string, string> = {}): Promise<RunningServer> {
@@ -65,10 +65,10 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
         return { stdout: x.stdout, stderr: x.stderr, code: x.code };
       }
     },
-    stop: async (signal = 'SIGTERM') => {
+    stop: async (signal = 'SIGTERM', opts = {}) => {
       if (proc.exitCode === null) proc.kill(signal);
       const code = await exited;
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!opts.keepData && env.DATA_DIR === dataDir) rmSync(dataDir, { recursive: true, force: true });
       return code;
     },
   };

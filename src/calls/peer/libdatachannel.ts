@@ -28,8 +28,7 @@ class LibDataChannelPeer implements ServerPeer {
     // Opus payload type, before the remote description is applied.
     const audio = new ndc.Audio(plan.audioMid, 'SendRecv');
     audio.addOpusCodec(plan.opusPayloadType);
-    const ssrc = (Math.random() * 0xffffffff) >>> 0;
-    audio.addSSRC(ssrc, 'parley', 'parley', 'agent-audio');
+    audio.addSSRC(req.audioSsrc, 'parley', 'parley', 'agent-audio');
     this.audioTrack = this.pc.addTrack(audio);
     this.audioTrack.onMessage((msg) => this.audioCb(msg));
 

@@ -13,6 +13,8 @@ export interface AnswerRequest {
   offerSdp: string;
   plan: OfferPlan;
   candidates: RemoteCandidate[];
+  /** The SSRC our audio goes out with: announced in the answer so the client routes it to its track. */
+  audioSsrc: number;
   /** Receive the offer's video m-line (recvonly); false answers it inactive. */
   receiveVideo: boolean;
 }

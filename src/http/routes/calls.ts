@@ -1,11 +1,11 @@
 // POST /v1/realtime/calls: an SDP offer becomes an SDP answer and a live call.
 import type { FastifyPluginAsync } from 'fastify';
-import { OfferRejected } from '../../calls/callManager.js';
+import { CallCapacityExceeded, OfferRejected } from '../../calls/callManager.js';
 import { readOffer } from '../../calls/sdpOffer.js';
 import { effectiveParams } from '../../calls/sessionParams.js';
 import type { Services } from '../../services.js';
 import { requireToken } from '../auth.js';
-import { ValidationFailure } from '../errors.js';
+import { HttpError, ValidationFailure, shapeA } from '../errors.js';
 import { CallsBody, CallsResponse, type CallsBodyInput } from '../schemas.js';
 
 export const callRoutes = (services: Services): FastifyPluginAsync => async (app) => {
@@ -16,7 +16,7 @@ export const callRoutes = (services: Services): FastifyPluginAsync => async (app
       schema: {
         summary: 'Create a call: SDP offer in, SDP answer and conversation_id out',
         body: CallsBody,
-        response: { 200: CallsResponse, 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' }, 422: { $ref: 'ShapeB#' } },
+        response: { 200: CallsResponse, 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' }, 422: { $ref: 'ShapeB#' }, 503: { $ref: 'ShapeA#' } },
       },
     },
     async (req) => {
@@ -32,8 +32,10 @@ export const callRoutes = (services: Services): FastifyPluginAsync => async (app
       const candidates = offer.candidates
         .map((c) => ({ candidate: c.candidate ?? '', mid: c.sdpMid ?? (c.sdpMLineIndex != null ? plan.mids[c.sdpMLineIndex] : undefined) ?? plan.audioMid }))
         .filter((c) => c.candidate.trim() !== '');
+      const resume = await resumeThread(services, req.apiKeyId!, req.body.params.conversation_id);
       try {
         const { answerSdp, conversationId } = await services.calls.create({
+          ...(resume ? { resume } : {}),
           apiKeyId: req.apiKeyId!,
           endUser: req.token!.end_user ?? null,
           offerSdp: offer.sdp,
@@ -43,6 +45,7 @@ export const callRoutes = (services: Services): FastifyPluginAsync => async (app
         });
         return { answer: { sdp: answerSdp, type: 'answer' as const }, conversation_id: conversationId };
       } catch (err) {
+        if (err instanceof CallCapacityExceeded) throw new HttpError(503, shapeA(err.message), { 'Retry-After': '5' });
         if (!(err instanceof OfferRejected)) throw err;
         throw new ValidationFailure([
           { type: 'value_error', loc: ['body', 'offer', 'sdp'], msg: `Value error, the SDP offer could not be applied: ${err.message}`, input: null },
@@ -52,3 +55,16 @@ export const callRoutes = (services: Services): FastifyPluginAsync => async (app
   );
 };
 
+
+/** The thread and turns of a conversation this key may resume, or a 422 naming the problem. */
+async function resumeThread(services: Services, apiKeyId: string, conversationId: string | undefined) {
+  if (!conversationId) return undefined;
+  const record = await services.conversations.get(conversationId);
+  if (!record || record.apiKeyId !== apiKeyId) {
+    throw new ValidationFailure([
+      { type: 'value_error', loc: ['body', 'params', 'conversation_id'], msg: 'Value error, no conversation with this id belongs to this API key', input: conversationId },
+    ]);
+  }
+  const turns = await services.conversations.turns(record.threadId);
+  return { threadId: record.threadId, history: turns.map(({ role, text }) => ({ role, text })) };
+}

@@ -1,0 +1,35 @@
+// Picks the agent behind a call from params.model: each catalogue model runs one engine.
+import { MODELS } from './catalog.js';
+import type { Agent, AgentContext, AgentFactory } from './types.js';
+import type { SessionParams } from '../calls/sessionParams.js';
+
+/** Answers every turn with an error event: an engine the operator has not made available. */
+class UnavailableAgent implements Agent {
+  constructor(
+    private readonly ctx: AgentContext,
+    private readonly engine: string,
+  ) {
+    ctx.emit({ type: 'error', error: { type: 'server_error', code: 'model_unavailable', message: `The ${engine} engine is not available on this server.`, param: null } });
+  }
+  onAudio(): void {}
+  onUserText(): void {
+    this.ctx.emit({ type: 'error', error: { type: 'server_error', code: 'model_unavailable', message: `The ${this.engine} engine is not available on this server.`, param: null } });
+  }
+  onParamsUpdate(): void {}
+  cancel(): void {}
+  close(): void {}
+}
+
+export class AgentRegistry {
+  private readonly engines = new Map<string, AgentFactory>();
+
+  register(engine: string, factory: AgentFactory): this {
+    this.engines.set(engine, factory);
+    return this;
+  }
+
+  factoryFor(params: SessionParams): AgentFactory {
+    const engine = MODELS.find((m) => m.id === params.model)?.runs ?? params.model;
+    return this.engines.get(engine) ?? { create: (ctx) => new UnavailableAgent(ctx, engine) };
+  }
+}
