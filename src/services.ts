@@ -12,6 +12,7 @@ import { libDataChannelFactory } from './calls/peer/libdatachannel.js';
 import type { Config } from './config/env.js';
 import type { IceConfigOptions } from './ice/iceConfig.js';
 import { ConversationStore } from './storage/conversations.js';
+import { openBus, type InvalidationBus } from './storage/bus.js';
 import { openDatabase, type Db } from './storage/db.js';
 import { migrate } from './storage/migrations.js';
 
@@ -22,6 +23,8 @@ export interface Store {
   signingKeys: SigningKeyStore;
   conversations: ConversationStore;
   turnSecrets: string[];
+  /** Cross-node notices (Redis), so a revocation or rotation takes effect everywhere at once. */
+  bus: InvalidationBus;
 }
 
 export async function openStore(config: Config): Promise<Store> {
@@ -37,6 +40,7 @@ export async function openStore(config: Config): Promise<Store> {
     apiKeys: new ApiKeyStore(db, pepper),
     signingKeys,
     conversations: new ConversationStore(db),
+    bus: openBus(config.REDIS_URL),
     turnSecrets: config.TURN_SECRETS ?? [local!.turnSecret],
   };
 }
@@ -54,6 +58,12 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
   const store = await openStore(config);
   const keyCache = new ApiKeyCache(store.apiKeys, config.KEY_CACHE_TTL_MS);
   keyCache.start();
+  await store.bus
+    .subscribe((message) => {
+      if (message.kind === 'key-revoked') keyCache.invalidate();
+      else void store.signingKeys.reload().catch(() => {});
+    })
+    .catch((err: Error) => log.warn({ err: err.message }, 'Redis unreachable: revocations reach this node only through KEY_CACHE_TTL_MS'));
   // Another node (or the CLI) may rotate the signing key: pick the new one up.
   const reloadTimer = setInterval(() => void store.signingKeys.reload().catch(() => {}), 30_000);
   reloadTimer.unref();
@@ -89,6 +99,7 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     async close() {
       clearInterval(reloadTimer);
       await keyCache.stop();
+      await store.bus.close();
       await store.db.destroy();
     },
   };

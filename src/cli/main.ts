@@ -24,6 +24,7 @@ async function withStore<T>(fn: (store: Store) => Promise<T>): Promise<T> {
   try {
     return await fn(store);
   } finally {
+    await store.bus.close();
     await store.db.destroy();
   }
 }
@@ -76,6 +77,9 @@ keys
         process.exitCode = 1;
         return;
       }
+      await store.bus.publish({ kind: 'key-revoked', id }).catch((err: Error) => {
+        process.stderr.write(`parley: could not notify other nodes through Redis (${err.message}); they will notice within KEY_CACHE_TTL_MS\n`);
+      });
       process.stdout.write(`revoked ${id}\n`);
     }),
   );
@@ -87,6 +91,7 @@ tokens
   .action(async () =>
     withStore(async (store) => {
       const { kid, retired } = await store.signingKeys.rotate();
+      await store.bus.publish({ kind: 'signing-key-rotated', kid }).catch(() => {});
       process.stdout.write(`signing with ${kid}; retired ${retired.join(', ') || 'none'}\n`);
     }),
   );
