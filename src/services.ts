@@ -8,6 +8,7 @@ import { TokenService } from './auth/tokens.js';
 import { echoAgentFactory } from './agent/echoAgent.js';
 import { AgentRegistry } from './agent/registry.js';
 import { CallManager } from './calls/callManager.js';
+import { Metrics } from './http/metrics.js';
 import { libDataChannelFactory } from './calls/peer/libdatachannel.js';
 import type { Config } from './config/env.js';
 import type { IceConfigOptions } from './ice/iceConfig.js';
@@ -51,6 +52,7 @@ export interface Services extends Store {
   tokens: TokenService;
   calls: CallManager;
   ice: IceConfigOptions;
+  metrics: Metrics;
   close(): Promise<void>;
 }
 
@@ -77,19 +79,21 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     ...(config.ICE_BIND_ADDRESS ? { bindAddress: config.ICE_BIND_ADDRESS } : {}),
     ...(config.ICE_PORT_RANGE ? { portRange: config.ICE_PORT_RANGE } : {}),
   });
+  const metrics = new Metrics();
   const agents = new AgentRegistry().register('audio-echo', echoAgentFactory(config.ECHO_DELAY_MS));
   const calls = new CallManager(peers, store.conversations, (params) => agents.factoryFor(params), {
     connectTimeoutMs: config.CALL_CONNECT_TIMEOUT_MS,
     idleTimeoutMs: config.CALL_IDLE_TIMEOUT_MS,
     maxDurationMs: config.CALL_MAX_DURATION_MS,
     maxConcurrentCalls: config.MAX_CONCURRENT_CALLS,
-  }, log);
+  }, log, metrics);
   return {
     ...store,
     config,
     keyCache,
     tokens,
     calls,
+    metrics,
     ice: {
       stunUrls: config.STUN_URLS,
       turnUrls: config.TURN_URLS,

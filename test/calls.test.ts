@@ -124,6 +124,9 @@ describe('echo calls', () => {
     }
     const rec = await until('the end to be recorded', () => record(server, client.conversationId), (r) => r.state === 'ended');
     assert.equal(rec.end_reason, 'session_end');
+    const metrics = await (await fetch(server.baseUrl + '/metrics')).text();
+    assert.match(metrics, /parley_calls_ended_total\{state="ended",reason="session_end"\} 1/);
+    assert.match(metrics, /parley_offer_to_answer_seconds_count \d+/);
   });
 
   test("another key cannot read a conversation", async () => {

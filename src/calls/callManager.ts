@@ -2,6 +2,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { AgentFactory, ConversationTurn } from '../agent/types.js';
 import { randomId } from '../auth/ids.js';
+import type { Metrics } from '../http/metrics.js';
 import type { ConversationStore } from '../storage/conversations.js';
 import { CallSession, type CallTimeouts } from './callSession.js';
 import type { PeerFactory, RemoteCandidate } from './peer/types.js';
@@ -41,6 +42,7 @@ export class CallManager {
     private readonly agentFor: (params: SessionParams) => AgentFactory,
     private readonly limits: CallLimits,
     private readonly log: FastifyBaseLogger,
+    private readonly metrics?: Metrics,
   ) {}
 
   get activeCount(): number {
@@ -58,6 +60,7 @@ export class CallManager {
       throw new CallCapacityExceeded('This server is at its limit of concurrent calls; retry shortly.');
     }
     this.starting++;
+    const stopTimer = this.metrics?.answerSeconds.startTimer();
     try {
       const id = randomId('conv_');
       const peer = this.peers.create(id);
@@ -88,7 +91,13 @@ export class CallManager {
       }
       await this.conversations.create({ id, apiKeyId: req.apiKeyId, threadId: req.resume?.threadId ?? id, endUser: req.endUser, params: req.params });
       this.calls.set(id, session);
-      session.onEnd((s) => this.calls.delete(s.id));
+      this.metrics?.activeCalls.set(this.calls.size);
+      stopTimer?.();
+      session.onEnd((s) => {
+        this.calls.delete(s.id);
+        this.metrics?.activeCalls.set(this.calls.size);
+        this.metrics?.callsEnded.inc({ state: s.state, reason: s.endReason ?? 'unknown' });
+      });
       this.log.info({ conversation: id }, 'call created');
       return { answerSdp, conversationId: id };
     } finally {

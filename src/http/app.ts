@@ -92,6 +92,9 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
   await app.register(catalogRoutes(services));
   await app.register(conversationRoutes(services));
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok', calls: services.calls.activeCount }));
+  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) =>
+    reply.type(services.metrics.registry.contentType).send(await services.metrics.registry.metrics()),
+  );
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

@@ -18,6 +18,7 @@ export const clientSecretsRoutes = (services: Services): FastifyPluginAsync => a
     },
     async (req) => {
       const { token, claims } = services.tokens.mint(req.apiKeyId!, req.query.email);
+      services.metrics.tokensIssued.inc();
       return {
         ephemeral_token: token,
         token_type: 'bearer' as const,
