@@ -1,6 +1,7 @@
 // Configuration: every setting comes from an environment variable (or `.env` in development),
 // parsed and validated once at start. The table below is also the source of the README's list.
 import { isIP } from 'node:net';
+import { looksLikeApiKey } from '../auth/apiKeys.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -84,9 +85,27 @@ export const settings = {
   HOST: { doc: 'Address the HTTP server listens on.', default: '127.0.0.1', parse: str },
   PORT: { doc: 'HTTP port (0 picks a free one).', default: '8080', parse: int(0, 65535) },
   PARLEY_ENV: {
-    doc: 'development enables the demo page and its backend-proxy route; production disables them.',
+    doc: 'development enables the demo page and its backend-proxy route; production disables them (unless DEMO_ENABLED).',
     default: 'production',
     parse: oneOf('production', 'development'),
+  },
+  DEMO_ENABLED: {
+    doc: 'Serve the demo page (GET /) and its backend-proxy route (POST /demo/session) in production too; put it behind HTTPS.',
+    default: 'false',
+    parse: bool,
+  },
+  DEMO_API_KEY: {
+    doc: "API key the demo's proxy route exchanges for tokens; it never leaves the server. Unset: the service creates a demo key on first use, keeps it only in memory and revokes it at shutdown.",
+    parse: (raw: string) => {
+      // Never echo the value: it is a secret.
+      if (!looksLikeApiKey(raw)) throw new Error('must be a Parley API key (sk_parley_ai_…)');
+      return raw;
+    },
+  },
+  DEMO_RATE_LIMIT_PER_MINUTE: {
+    doc: 'Demo sessions (tokens) one client IP may request per minute, in bursts of up to as many; beyond it POST /demo/session answers 429.',
+    default: '10',
+    parse: int(1, 10000),
   },
   LOG_LEVEL: { doc: 'pino log level.', default: 'info', parse: oneOf('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent') },
   DATA_DIR: { doc: 'Directory for the SQLite file and generated local secrets.', default: './data', parse: str },

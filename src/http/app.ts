@@ -8,6 +8,7 @@ import { jsonInvalid, toPydanticDetail } from './pydantic.js';
 import { callRoutes } from './routes/calls.js';
 import { catalogRoutes } from './routes/catalog.js';
 import { conversationRoutes } from './routes/conversations.js';
+import { demoRoutes } from './routes/demo.js';
 import { clientSecretsRoutes } from './routes/clientSecrets.js';
 import { iceConfigRoutes } from './routes/iceConfig.js';
 import { BODY_LIMIT } from './schemas.js';
@@ -91,6 +92,7 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
   await app.register(callRoutes(services));
   await app.register(catalogRoutes(services));
   await app.register(conversationRoutes(services));
+  await app.register(demoRoutes(services));
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok', calls: services.calls.activeCount }));
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) =>
     reply.type(services.metrics.registry.contentType).send(await services.metrics.registry.metrics()),
