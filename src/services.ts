@@ -10,8 +10,11 @@ import { AgentRegistry } from './agent/registry.js';
 import { CallManager } from './calls/callManager.js';
 import { Metrics } from './http/metrics.js';
 import { libDataChannelFactory } from './calls/peer/libdatachannel.js';
+import type { PeerFactory } from './calls/peer/types.js';
 import type { Config } from './config/env.js';
 import type { IceConfigOptions } from './ice/iceConfig.js';
+import { serverIceServers } from './ice/serverIceServers.js';
+import { embeddedStunUrl, startStunServer, stunUrlsOfTurnServers, type StunServer } from './ice/stunServer.js';
 import { ConversationStore } from './storage/conversations.js';
 import { openBus, type InvalidationBus } from './storage/bus.js';
 import { openDatabase, type Db } from './storage/db.js';
@@ -57,6 +60,11 @@ export interface Services extends Store {
 }
 
 export async function createServices(config: Config, log: FastifyBaseLogger): Promise<Services> {
+  // First, so a taken STUN port stops the start before anything else is opened.
+  const stun: StunServer | undefined = config.STUN_ENABLED
+    ? await startStunServer({ host: config.STUN_BIND || config.HOST, port: config.STUN_PORT })
+    : undefined;
+  if (stun) log.info({ stun: stun.address }, 'embedded STUN server listening');
   const store = await openStore(config);
   const keyCache = new ApiKeyCache(store.apiKeys, config.KEY_CACHE_TTL_MS);
   keyCache.start();
@@ -74,11 +82,21 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     audience: config.TOKEN_AUDIENCE,
     ttlSeconds: config.TOKEN_TTL_SECONDS,
   });
-  const peers = libDataChannelFactory({
-    iceServers: [],
+  const peerFactory = libDataChannelFactory;
+  const peerOptions = {
     ...(config.ICE_BIND_ADDRESS ? { bindAddress: config.ICE_BIND_ADDRESS } : {}),
     ...(config.ICE_PORT_RANGE ? { portRange: config.ICE_PORT_RANGE } : {}),
-  });
+    ...(config.ICE_PUBLIC_IP ? { publicIp: config.ICE_PUBLIC_IP } : {}),
+  };
+  // The server's own STUN/TURN list is built per peer connection: its TURN credentials expire.
+  const peers: PeerFactory = {
+    name: peerFactory({ ...peerOptions, iceServers: [] }).name,
+    create: (label) =>
+      peerFactory({
+        ...peerOptions,
+        iceServers: serverIceServers(config.SERVER_ICE_SERVERS, store.turnSecrets[0], config.TURN_CREDENTIAL_TTL_SECONDS),
+      }).create(label),
+  };
   const metrics = new Metrics();
   const agents = new AgentRegistry().register('audio-echo', echoAgentFactory(config.ECHO_DELAY_MS));
   const calls = new CallManager(peers, store.conversations, (params) => agents.factoryFor(params), {
@@ -95,7 +113,8 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     calls,
     metrics,
     ice: {
-      stunUrls: config.STUN_URLS,
+      stunUrls:
+        config.STUN_URLS ?? (stun ? [embeddedStunUrl(stun.address, config.ICE_PUBLIC_IP)] : stunUrlsOfTurnServers(config.TURN_URLS)),
       turnUrls: config.TURN_URLS,
       turnSecrets: store.turnSecrets,
       turnTtlSeconds: config.TURN_CREDENTIAL_TTL_SECONDS,
@@ -105,6 +124,7 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
       await keyCache.stop();
       await store.bus.close();
       await store.db.destroy();
+      await stun?.close();
     },
   };
 }

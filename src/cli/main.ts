@@ -1,9 +1,11 @@
 // The `parley` command: run the service and manage its keys.
+import { chmodSync, writeFileSync } from 'node:fs';
 import { Command } from 'commander';
 import dotenv from 'dotenv';
 import { ConfigError, loadConfig, type Config } from '../config/env.js';
-import { serve } from '../server.js';
-import { openStore, type Store } from '../services.js';
+import type { Store } from '../services.js';
+import { loadOrCreateLocalSecrets } from '../auth/localSecrets.js';
+import { coturnConfig, coturnOptionsFromConfig } from '../ice/coturnConfig.js';
 
 dotenv.config();
 
@@ -20,6 +22,8 @@ function config(): Config {
 }
 
 async function withStore<T>(fn: (store: Store) => Promise<T>): Promise<T> {
+  // Loaded on use: the service's modules (WebRTC stacks, storage drivers) take seconds to load.
+  const { openStore } = await import('../services.js');
   const store = await openStore(config());
   try {
     return await fn(store);
@@ -34,7 +38,7 @@ const program = new Command('parley').description('Parley: self-hostable real-ti
 program
   .command('serve')
   .description('run the HTTP service (configuration from the environment)')
-  .action(async () => serve(config()));
+  .action(async () => (await import('../server.js')).serve(config()));
 
 const keys = program.command('keys').description('manage server API keys');
 keys
@@ -95,5 +99,26 @@ tokens
       process.stdout.write(`signing with ${kid}; retired ${retired.join(', ') || 'none'}\n`);
     }),
   );
+
+const turn = program.command('turn').description('coturn, the TURN server beside Parley');
+turn
+  .command('config')
+  .description("print a turnserver.conf for coturn's TURN REST API mode, from the same settings (it holds the TURN secrets)")
+  .option('--output <file>', 'write it to this file (mode 0600) instead of stdout')
+  .action((opts: { output?: string }) => {
+    const cfg = config();
+    const secrets = cfg.TURN_SECRETS ?? [loadOrCreateLocalSecrets(cfg.DATA_DIR).turnSecret];
+    let text: string;
+    try {
+      text = coturnConfig(coturnOptionsFromConfig(cfg, secrets));
+    } catch (err) {
+      process.stderr.write(`parley: ${(err as Error).message}\n`);
+      process.exit(2);
+    }
+    if (!opts.output) return void process.stdout.write(text);
+    writeFileSync(opts.output, text, { mode: 0o600 });
+    chmodSync(opts.output, 0o600);
+    process.stderr.write(`wrote ${opts.output}\n`);
+  });
 
 await program.parseAsync(process.argv);

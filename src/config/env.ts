@@ -57,6 +57,25 @@ const ip: Parser<string> = (raw) => {
   return raw;
 };
 
+// Never echoes an entry: it may carry a TURN password.
+const serverIceUrls: Parser<string[]> = (raw) => {
+  const urls = list(raw);
+  urls.forEach((url, i) => {
+    if (!/^(stun|turns?):([^\s@]+@)?[^\s@:/?]+(:\d+)?(\?transport=(udp|tcp|tls))?$/.test(url)) {
+      throw new Error(`entry ${i + 1} is not like stun:host:port or turn:user:pass@host:port?transport=udp`);
+    }
+  });
+  return urls;
+};
+
+const peerIps: Parser<string[]> = (raw) => {
+  const entries = list(raw);
+  for (const e of entries) {
+    if (!e.split('-').every((part) => isIP(part))) throw new Error(`"${e}" is not an IP address or a range a-b`);
+  }
+  return entries;
+};
+
 const secretList: Parser<string[]> = (raw) => {
   const secrets = list(raw);
   for (const s of secrets) if (s.length < 16) throw new Error('each secret must be at least 16 characters');
@@ -130,7 +149,13 @@ export const settings = {
     default: '1000',
     parse: int(0, 60000),
   },
-  STUN_URLS: { doc: 'Comma-separated stun: URLs handed out by ice-config.', default: 'stun:127.0.0.1:3478', parse: iceUrls(['stun']) },
+  STUN_URLS: {
+    doc: "Comma-separated stun: URLs handed out by ice-config. Unset: the embedded STUN server's address and bound port (ICE_PUBLIC_IP when set), or, with STUN_ENABLED=false, the TURN servers (coturn answers STUN too).",
+    parse: iceUrls(['stun']),
+  },
+  STUN_ENABLED: { doc: 'Run the embedded STUN server (RFC 5389 Binding on UDP).', default: 'true', parse: bool },
+  STUN_PORT: { doc: 'UDP port of the embedded STUN server (0 picks a free one).', default: '3478', parse: int(0, 65535) },
+  STUN_BIND: { doc: 'Address the embedded STUN server binds (empty: HOST).', default: '', parse: ip },
   TURN_URLS: {
     doc: 'Comma-separated turn:/turns: URLs handed out by ice-config (one TURN entry with credentials).',
     default: 'turn:127.0.0.1:3479?transport=udp,turn:127.0.0.1:3479?transport=tcp',
@@ -141,9 +166,29 @@ export const settings = {
     parse: secretList,
   },
   TURN_CREDENTIAL_TTL_SECONDS: { doc: 'Lifetime of TURN credentials (outlasts a call).', default: '3600', parse: int(60, 86400) },
+  TURN_REALM: { doc: 'coturn realm, for `parley turn config`.', default: 'parley', parse: str },
+  TURN_RELAY_PORT_RANGE: { doc: "coturn's UDP relay port range, MIN-MAX, for `parley turn config`.", default: '49152-65535', parse: portRange },
+  TURN_TLS_CERT: { doc: "coturn's TLS certificate (full chain) path when TURN_URLS has a turns: URL, for `parley turn config`.", default: '/etc/coturn/fullchain.pem', parse: str },
+  TURN_TLS_KEY: { doc: "coturn's TLS private key path when TURN_URLS has a turns: URL, for `parley turn config`.", default: '/etc/coturn/privkey.pem', parse: str },
+  TURN_ALLOW_LOOPBACK_PEERS: { doc: 'Let coturn relay to loopback peers (tests and single-machine development only), for `parley turn config`.', default: 'false', parse: bool },
+  TURN_ALLOWED_PEER_IPS: {
+    doc: "Comma-separated IPs or ranges (a-b) coturn may relay to despite the denied private ranges, e.g. Parley's private media address, for `parley turn config`.",
+    default: '',
+    parse: peerIps,
+  },
   CORS_ORIGINS: { doc: 'Origins allowed to call ice-config and calls from a browser ("*" for any).', default: '*', parse: list },
   ICE_BIND_ADDRESS: { doc: "Local address the server's peer connections bind to (empty: all interfaces).", default: '', parse: ip },
   ICE_PORT_RANGE: { doc: 'UDP port range for media, MIN-MAX (empty: any).', default: '', parse: portRange },
+  ICE_PUBLIC_IP: {
+    doc: "Public address advertised in place of the server's host candidates (1:1 NAT, like every media server's NAT setting).",
+    default: '',
+    parse: ip,
+  },
+  SERVER_ICE_SERVERS: {
+    doc: "Comma-separated STUN/TURN servers for the server's own peer connections (when it sits behind NAT): stun:host:port, turn:user:pass@host:port?transport=udp; a turn: URL without user:pass gets TURN REST credentials from the first TURN secret. Empty: host candidates only (an unreachable server stalls gathering).",
+    default: '',
+    parse: serverIceUrls,
+  },
   CALL_CONNECT_TIMEOUT_MS: {
     doc: 'A call whose peer has not connected (ICE + DTLS) by then is closed and recorded as failed.',
     default: '30000',

@@ -30,6 +30,8 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
     PORT: '0',
     DATA_DIR: dataDir,
     ICE_BIND_ADDRESS: '127.0.0.1',
+    // Parallel test servers must not fight over the embedded STUN server's default port 3478.
+    STUN_PORT: '0',
     LOG_LEVEL: 'warn',
     ...extraEnv,
   };
