@@ -10,6 +10,7 @@ import { AgentRegistry } from './agent/registry.js';
 import { CallManager } from './calls/callManager.js';
 import { Metrics } from './http/metrics.js';
 import { libDataChannelFactory } from './calls/peer/libdatachannel.js';
+import { weriftFactory } from './calls/peer/werift.js';
 import type { PeerFactory } from './calls/peer/types.js';
 import type { Config } from './config/env.js';
 import type { IceConfigOptions } from './ice/iceConfig.js';
@@ -82,7 +83,7 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     audience: config.TOKEN_AUDIENCE,
     ttlSeconds: config.TOKEN_TTL_SECONDS,
   });
-  const peerFactory = libDataChannelFactory;
+  const peerFactory = config.WEBRTC_STACK === 'werift' ? weriftFactory : libDataChannelFactory;
   const peerOptions = {
     ...(config.ICE_BIND_ADDRESS ? { bindAddress: config.ICE_BIND_ADDRESS } : {}),
     ...(config.ICE_PORT_RANGE ? { portRange: config.ICE_PORT_RANGE } : {}),

@@ -189,6 +189,11 @@ export const settings = {
     default: '',
     parse: serverIceUrls,
   },
+  WEBRTC_STACK: {
+    doc: "Server-side WebRTC stack: libdatachannel (native, node-datachannel) or werift (pure TypeScript). Both behave the same; see bench/README.md for how they compare.",
+    default: 'libdatachannel',
+    parse: oneOf('libdatachannel', 'werift'),
+  },
   CALL_CONNECT_TIMEOUT_MS: {
     doc: 'A call whose peer has not connected (ICE + DTLS) by then is closed and recorded as failed.',
     default: '30000',
