@@ -66,6 +66,13 @@ export async function startCoturn(config: string): Promise<Coturn> {
     writeFileSync(file, `${text}\n${testLines.join('\n')}\n`, { mode: 0o600 });
     const child = spawn('turnserver', ['-c', file], { stdio: ['ignore', 'pipe', 'pipe'] });
     proc = child;
+    // A test process that dies early must not leave coturn running.
+    const killOnExit = () => {
+      child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    };
+    process.once('exit', killOnExit);
+    child.once('exit', () => process.off('exit', killOnExit));
     child.stdout!.on('data', (d) => (log += d));
     child.stderr!.on('data', (d) => (log += d));
     const exited = new Promise<never>((_, reject) =>
