@@ -33,7 +33,7 @@ need_node
 [ -d node_modules ] || npm ci
 
 if [ "$mode" = "--test" ]; then
-  apt_install chromium coturn espeak-ng flite sox postgresql redis-server
+  apt_install chromium coturn openssl espeak-ng flite sox postgresql redis-server
   # coturn's Debian service is not used: the tests start their own instances with temporary configs.
   if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
     echo "setup: starting PostgreSQL" >&2

@@ -49,7 +49,10 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
         resolveReady({ baseUrl: m[1]!, devKey: /(sk_parley_ai_\w+)/.exec(out)?.[1] ?? '' });
       }
     });
-    proc.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${out}\n${err}`)));
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code}:\n${out}\n${err}`));
+    });
   });
   const exited = new Promise<number | null>((r) => proc.on('exit', (code) => r(code)));
   return {
