@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what Parley needs on a fresh Debian machine with Node 20, then returns.
-#   --runtime  what the service needs to run (npm dependencies)
+#   --runtime  what the service needs to run (npm dependencies, the speech engines)
 #   --test     also what the test suite needs: Chromium, coturn, speech tools, PostgreSQL and Redis
 # Debian packages are installed with apt-get when missing (root, or sudo without a password).
 set -euo pipefail
@@ -32,8 +32,11 @@ apt_install() {
 need_node
 [ -d node_modules ] || npm ci
 
+# The built-in voice agent: speech recognition (PocketSphinx) and synthesis (flite, espeak-ng).
+apt_install pocketsphinx pocketsphinx-en-us flite espeak-ng
+
 if [ "$mode" = "--test" ]; then
-  apt_install chromium coturn openssl espeak-ng flite sox postgresql redis-server
+  apt_install chromium coturn openssl sox postgresql redis-server
   # coturn's Debian service is not used: the tests start their own instances with temporary configs.
   if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
     echo "setup: starting PostgreSQL" >&2

@@ -5,8 +5,8 @@ import { ApiKeyCache } from './auth/keyCache.js';
 import { loadOrCreateLocalSecrets } from './auth/localSecrets.js';
 import { SigningKeyStore } from './auth/signingKeys.js';
 import { TokenService } from './auth/tokens.js';
-import { echoAgentFactory } from './agent/echoAgent.js';
-import { AgentRegistry } from './agent/registry.js';
+import { createAgents } from './agent/agents.js';
+import type { AgentRegistry } from './agent/registry.js';
 import { CallManager } from './calls/callManager.js';
 import { Metrics } from './http/metrics.js';
 import { libDataChannelFactory } from './calls/peer/libdatachannel.js';
@@ -55,6 +55,7 @@ export interface Services extends Store {
   keyCache: ApiKeyCache;
   tokens: TokenService;
   calls: CallManager;
+  agents: AgentRegistry;
   ice: IceConfigOptions;
   metrics: Metrics;
   close(): Promise<void>;
@@ -99,8 +100,8 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
       }).create(label),
   };
   const metrics = new Metrics();
-  const agents = new AgentRegistry().register('audio-echo', echoAgentFactory(config.ECHO_DELAY_MS));
-  const calls = new CallManager(peers, store.conversations, (params) => agents.factoryFor(params), {
+  const agents = createAgents(config, log);
+  const calls = new CallManager(peers, store.conversations, (params) => agents.registry.factoryFor(params), {
     connectTimeoutMs: config.CALL_CONNECT_TIMEOUT_MS,
     idleTimeoutMs: config.CALL_IDLE_TIMEOUT_MS,
     maxDurationMs: config.CALL_MAX_DURATION_MS,
@@ -113,6 +114,7 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     tokens,
     calls,
     metrics,
+    agents: agents.registry,
     ice: {
       stunUrls:
         config.STUN_URLS ?? (stun ? [embeddedStunUrl(stun.address, config.ICE_PUBLIC_IP)] : stunUrlsOfTurnServers(config.TURN_URLS)),
@@ -123,6 +125,7 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     async close() {
       clearInterval(reloadTimer);
       await keyCache.stop();
+      await agents.close();
       await store.bus.close();
       await store.db.destroy();
       await stun?.close();

@@ -32,7 +32,7 @@ export interface ModelInfo {
 export const DEFAULT_MODEL = 'orga-1-beta';
 
 export const MODELS: readonly ModelInfo[] = [
-  { id: 'orga-1-beta', description: "The id the existing clients send; runs the operator's default model.", runs: 'parley-offline' },
+  { id: 'orga-1-beta', description: "The id the existing clients send; runs the operator's default model (LLM_BASE_URL when set, else parley-offline).", runs: 'default' },
   { id: 'parley-offline', description: 'Built-in offline conversational model (rule-based, no weights).', runs: 'parley-offline' },
   { id: 'echo', description: "Repeats the caller's words through the speech pipeline (for tests).", runs: 'echo' },
   { id: 'audio-echo', description: "Plays the caller's audio back after a short delay (media-path tests and latency).", runs: 'audio-echo' },

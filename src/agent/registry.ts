@@ -23,13 +23,21 @@ class UnavailableAgent implements Agent {
 export class AgentRegistry {
   private readonly engines = new Map<string, AgentFactory>();
 
+  /** `defaultEngine` is what the catalogue's `default` (orga-1-beta) runs. */
+  constructor(readonly defaultEngine: string) {}
+
   register(engine: string, factory: AgentFactory): this {
     this.engines.set(engine, factory);
     return this;
   }
 
   factoryFor(params: SessionParams): AgentFactory {
-    const engine = MODELS.find((m) => m.id === params.model)?.runs ?? params.model;
+    const engine = this.engineOf(params.model);
     return this.engines.get(engine) ?? { create: (ctx) => new UnavailableAgent(ctx, engine) };
+  }
+
+  engineOf(model: string): string {
+    const runs = MODELS.find((m) => m.id === model)?.runs ?? model;
+    return runs === 'default' ? this.defaultEngine : runs;
   }
 }

@@ -206,6 +206,12 @@ export const settings = {
   },
   CALL_MAX_DURATION_MS: { doc: 'A call is ended after this long (max_duration).', default: '3600000', parse: int(1000, 86_400_000) },
   MAX_CONCURRENT_CALLS: { doc: 'Calls this node carries at once; beyond it, calls answers 503 with Retry-After.', default: '50', parse: int(1, 10000) },
+  VAD_SILENCE_MS: { doc: "Silence that ends the caller's turn.", default: '500', parse: int(100, 5000) },
+  VAD_MODE: { doc: 'WebRTC VAD aggressiveness, 0 (keeps more as speech) to 3.', default: '2', parse: int(0, 3) },
+  LLM_BASE_URL: { doc: 'OpenAI-compatible API base (e.g. http://127.0.0.1:11434/v1); when set, orga-1-beta runs its chat completions.', parse: str },
+  LLM_API_KEY: { doc: 'Bearer key for LLM_BASE_URL (never logged).', parse: str },
+  LLM_MODEL: { doc: 'Model name sent to LLM_BASE_URL.', default: 'gpt-4o-mini', parse: str },
+  LLM_TIMEOUT_MS: { doc: 'A reply from LLM_BASE_URL that takes longer fails (error event and a spoken apology).', default: '15000', parse: int(1000, 120000) },
   ECHO_DELAY_MS: { doc: "Delay before the audio-echo agent plays the caller's audio back.", default: '200', parse: int(0, 5000) },
 } satisfies Record<string, Setting<unknown>>;
 

@@ -9,7 +9,7 @@ export const catalogRoutes = (services: Services): FastifyPluginAsync => async (
   const auth = requireTokenOrApiKey(services);
   app.get('/v1/realtime/models', { onRequest: auth, schema: { summary: 'Models a call may use', response: { 200: ModelsResponse } } }, async () => ({
     default: DEFAULT_MODEL,
-    models: MODELS,
+    models: MODELS.map((m) => ({ ...m, runs: services.agents.engineOf(m.id) })),
   }));
   app.get('/v1/realtime/voices', { onRequest: auth, schema: { summary: 'Voices a call may use', response: { 200: VoicesResponse } } }, async () => ({
     default: DEFAULT_VOICE,

@@ -1,0 +1,89 @@
+// `parley-offline`: a small rule-based conversational model that needs no weights. It is honest
+// about what it is, follows a few things from `instructions` (a name, brevity), uses the
+// conversation history (remembers the caller's name, refers back to the last topic).
+import type { ConversationTurn } from '../types.js';
+import type { ReplyModel, ReplyRequest } from './types.js';
+
+interface Rule {
+  match: RegExp;
+  answer: (m: RegExpMatchArray, ctx: Context) => string;
+}
+
+interface Context {
+  assistantName: string;
+  callerName: string | undefined;
+  history: ConversationTurn[];
+  brief: boolean;
+}
+
+const pick = <T>(items: T[], seed: number): T => items[seed % items.length]!;
+
+const RULES: Rule[] = [
+  { match: /\b(my name is|i am called|call me)\s+([a-z]+)/i, answer: (m) => `Nice to meet you, ${capitalise(m[2]!)}. How can I help?` },
+  {
+    match: /\b(what('s| is) my name|do you (know|remember) my name)\b/i,
+    answer: (_m, c) => (c.callerName ? `Your name is ${c.callerName}.` : "You haven't told me your name yet."),
+  },
+  { match: /\b(what('s| is) your name|who are you|what are you)\b/i, answer: (_m, c) => `I'm ${c.assistantName}, a small offline voice assistant running on this server. I don't use a large language model, so my answers are simple.` },
+  { match: /\b(what time is it|what's the time|the time)\b/i, answer: () => `It is ${new Date().toLocaleTimeString('en-US', { hour: 'numeric', minute: '2-digit' })}.` },
+  { match: /\b(what day is it|what('s| is) the date|today's date|what is today)\b/i, answer: () => `Today is ${new Date().toLocaleDateString('en-US', { weekday: 'long', month: 'long', day: 'numeric' })}.` },
+  { match: /\bhow are you\b/i, answer: () => "I'm doing well, thank you for asking. How are you?" },
+  { match: /\b(weather|temperature outside|rain)\b/i, answer: () => "I can't check the weather: I run offline, without internet access." },
+  { match: /\b(what can you do|help me|how do you work)\b/i, answer: () => 'I can chat a little, tell you the time and date, and remember what you told me in this conversation.' },
+  { match: /\b(thank you|thanks)\b/i, answer: (_m, c) => pick(["You're welcome.", 'Glad to help.', 'Any time.'], c.history.length) },
+  { match: /\b(bye|goodbye|see you)\b/i, answer: () => 'Goodbye! Talk to you soon.' },
+  { match: /\b(what did (i|we) (say|talk about)|what was i saying)\b/i, answer: (_m, c) => lastUserTopic(c) },
+  { match: /^\s*(hi|hello|hey|good (morning|afternoon|evening))\b/i, answer: (_m, c) => (c.callerName ? `Hello again, ${c.callerName}! What can I do for you?` : `Hello! I'm ${c.assistantName}. What can I do for you?`) },
+];
+
+function capitalise(word: string): string {
+  return word.charAt(0).toUpperCase() + word.slice(1).toLowerCase();
+}
+
+function lastUserTopic(c: Context): string {
+  const previous = [...c.history].reverse().find((t) => t.role === 'user');
+  return previous ? `Earlier you said: "${previous.text}".` : "This is the start of our conversation.";
+}
+
+function contextOf(req: ReplyRequest): Context {
+  const named = req.instructions?.match(/\b(?:your name is|you are|call yourself)\s+([A-Z][a-z]+)/);
+  let callerName: string | undefined;
+  for (const turn of req.history) {
+    const m = turn.role === 'user' ? turn.text.match(/\b(?:my name is|i am called|call me)\s+([a-z]+)/i) : null;
+    if (m) callerName = capitalise(m[1]!);
+  }
+  return {
+    assistantName: named?.[1] ?? 'Parley',
+    callerName,
+    history: req.history,
+    brief: /\b(brief|short|concise)\b/i.test(req.instructions ?? ''),
+  };
+}
+
+export function offlineReply(req: ReplyRequest): string {
+  const ctx = contextOf(req);
+  for (const rule of RULES) {
+    const m = req.text.match(rule.match);
+    if (m) return rule.answer(m, ctx);
+  }
+  if (ctx.brief) return `I heard: ${req.text}.`;
+  // Higher temperature, more varied fallbacks.
+  const fallbacks = [
+    `You said: ${req.text}. Tell me more.`,
+    `I heard "${req.text}". I'm a simple offline assistant, so I may not understand everything, but I'm listening.`,
+    `Interesting. What would you like to know about that?`,
+  ];
+  const spread = Math.max(1, Math.round(req.temperature * fallbacks.length));
+  return fallbacks[(req.history.length + req.text.length) % spread]!;
+}
+
+export const offlineModel: ReplyModel = {
+  async *reply(req: ReplyRequest) {
+    // Stream word by word, as a generating model would.
+    const words = offlineReply(req).split(/(?<=\s)/);
+    for (const w of words) {
+      if (req.signal.aborted) return;
+      yield w;
+    }
+  },
+};

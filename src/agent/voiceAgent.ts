@@ -1,0 +1,207 @@
+// The voice agent: a chain of small stages — turn detection (VAD + end-of-turn silence), speech to
+// text, reply generation, text to speech — with barge-in and the session's events and history.
+import { downsample48kTo16k } from './audio/resample.js';
+import type { ReplyModel } from './llm/types.js';
+import type { SpeechRecognizer, Utterance } from './stt/recognizer.js';
+import type { SpeechSynthesizer } from './tts/synthesizer.js';
+import type { Agent, AgentContext, AgentFactory, ConversationTurn } from './types.js';
+import { WebRtcVad } from './vad/webrtcVad.js';
+import type { SessionParams } from '../calls/sessionParams.js';
+
+export interface VoicePipeline {
+  recognizer: SpeechRecognizer;
+  synthesizer: SpeechSynthesizer;
+  /** Silence that ends the caller's turn. */
+  silenceMs: number;
+  vadMode: 0 | 1 | 2 | 3;
+}
+
+const FRAME_MS = 20;
+/** Voiced frames in a row that count as the caller starting to speak (60 ms). */
+const ONSET_FRAMES = 3;
+/** Audio kept from before the onset, so the first syllable reaches the recogniser. */
+const PREROLL_FRAMES = 15;
+/** A turn longer than this is ended anyway. */
+const MAX_TURN_MS = 30_000;
+const APOLOGY = "Sorry, I couldn't come up with an answer just now. Please try again.";
+
+/** A reply in progress: generation, synthesis and playback, cancellable as one. */
+interface Reply {
+  abort: AbortController;
+  generationDone: boolean;
+}
+
+export class VoiceAgent implements Agent {
+  private vad: WebRtcVad | undefined;
+  private params: SessionParams;
+  private readonly history: ConversationTurn[];
+  private preroll: Int16Array[] = [];
+  private voicedRun = 0;
+  private silentRun = 0;
+  private turnFrames = 0;
+  private utterance: Utterance | undefined;
+  private reply: Reply | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly ctx: AgentContext,
+    private readonly pipeline: VoicePipeline,
+    private readonly model: ReplyModel,
+  ) {
+    this.params = ctx.params;
+    this.history = [...ctx.history];
+    void WebRtcVad.create(pipeline.vadMode).then((vad) => {
+      if (this.closed) vad.close();
+      else this.vad = vad;
+    });
+    ctx.audio.onDrained(() => this.onPlaybackDrained());
+  }
+
+  onAudio(frame: Int16Array): void {
+    if (!this.vad || !this.params.modalities.includes('audio')) return;
+    const pcm16k = downsample48kTo16k(frame);
+    const voiced = this.vad.isSpeech(pcm16k);
+    if (!this.utterance) {
+      this.preroll.push(pcm16k);
+      if (this.preroll.length > PREROLL_FRAMES) this.preroll.shift();
+      this.voicedRun = voiced ? this.voicedRun + 1 : 0;
+      if (this.voicedRun >= ONSET_FRAMES) this.startTurn();
+      return;
+    }
+    this.utterance.write(pcm16k);
+    this.turnFrames++;
+    this.silentRun = voiced ? 0 : this.silentRun + 1;
+    if (this.silentRun * FRAME_MS >= this.pipeline.silenceMs || this.turnFrames * FRAME_MS >= MAX_TURN_MS) void this.endTurn();
+  }
+
+  onUserText(text: string): void {
+    this.interrupt();
+    void this.respond(text, false);
+  }
+
+  onParamsUpdate(params: SessionParams): void {
+    this.params = params;
+  }
+
+  cancel(): void {
+    this.stopReply();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.stopReply();
+    this.utterance?.abort();
+    this.vad?.close();
+    this.vad = undefined;
+  }
+
+  private startTurn(): void {
+    this.ctx.emit({ type: 'input_audio_buffer.speech_started' });
+    this.interrupt();
+    this.utterance = this.pipeline.recognizer.start();
+    for (const f of this.preroll) this.utterance.write(f);
+    this.preroll = [];
+    this.turnFrames = 0;
+    this.silentRun = 0;
+    this.voicedRun = 0;
+  }
+
+  private async endTurn(): Promise<void> {
+    const utterance = this.utterance!;
+    this.utterance = undefined;
+    this.ctx.emit({ type: 'input_audio_buffer.speech_stopped' });
+    let transcript: string;
+    try {
+      transcript = (await utterance.finish()).trim();
+    } catch (err) {
+      this.ctx.emit({ type: 'error', error: { type: 'server_error', code: 'transcription_failed', message: (err as Error).message, param: null } });
+      return;
+    }
+    // Noise that the recogniser heard as nothing is not a turn.
+    if (!transcript || this.closed) return;
+    await this.respond(transcript, true);
+  }
+
+  /** Barge-in: the caller speaks over the agent. Stops the reply and drops its unsent audio. */
+  private interrupt(): void {
+    if (!this.reply && this.ctx.audio.queuedMs === 0) return;
+    const droppedMs = this.stopReply();
+    this.ctx.emit({ type: 'response.interrupted', dropped_audio_ms: Math.round(droppedMs) });
+  }
+
+  private stopReply(): number {
+    this.reply?.abort.abort();
+    this.reply = undefined;
+    return this.ctx.audio.clear();
+  }
+
+  private async respond(userText: string, spoken: boolean): Promise<void> {
+    if (spoken && this.params.return_transcription) {
+      this.ctx.emit({ type: 'conversation.item.input_audio_transcription.completed', transcript: userText });
+    }
+    const history = [...this.history];
+    this.history.push({ role: 'user', text: userText });
+    this.ctx.recordTurn({ role: 'user', text: userText });
+
+    const reply: Reply = { abort: new AbortController(), generationDone: false };
+    this.reply = reply;
+    const signal = reply.abort.signal;
+    let text = '';
+    let pending = '';
+    let playback = Promise.resolve();
+    let audioStarted = false;
+    const speakSentence = (sentence: string) => {
+      // Synthesis starts at once; playback keeps sentence order.
+      const pcm = this.pipeline.synthesizer.synthesize(sentence, this.params.voice, signal);
+      playback = playback.then(async () => {
+        const audio = await pcm.catch(() => undefined);
+        if (!audio?.length || signal.aborted) return;
+        if (!audioStarted) {
+          audioStarted = true;
+          this.ctx.emit({ type: 'response.audio.started' });
+        }
+        this.ctx.audio.write(audio);
+      });
+    };
+
+    try {
+      for await (const delta of this.model.reply({ text: userText, history, instructions: this.params.instructions, temperature: this.params.temperature, signal })) {
+        if (signal.aborted) return;
+        text += delta;
+        pending += delta;
+        this.ctx.emit({ type: 'response.text.delta', delta });
+        // Speak each sentence as soon as it is complete.
+        const m = /^([\s\S]*?[.!?…:;])(\s+|$)([\s\S]*)$/.exec(pending);
+        if (m && m[2]) {
+          speakSentence(m[1]!);
+          pending = m[3]!;
+        }
+      }
+      if (pending.trim()) speakSentence(pending);
+    } catch (err) {
+      if (signal.aborted) return;
+      this.ctx.emit({ type: 'error', error: { type: 'server_error', code: 'model_error', message: `The language model failed: ${(err as Error).message}`, param: null } });
+      text = APOLOGY;
+      speakSentence(APOLOGY);
+    }
+    if (signal.aborted) return;
+    this.ctx.emit({ type: 'response.output_item.done', text });
+    this.history.push({ role: 'assistant', text });
+    this.ctx.recordTurn({ role: 'assistant', text });
+    await playback;
+    if (signal.aborted) return;
+    reply.generationDone = true;
+    if (this.ctx.audio.queuedMs === 0) this.onPlaybackDrained();
+  }
+
+  private onPlaybackDrained(): void {
+    const reply = this.reply;
+    if (!reply?.generationDone) return;
+    this.reply = undefined;
+    this.ctx.emit({ type: 'response.audio.done' });
+  }
+}
+
+export function voiceAgentFactory(pipeline: VoicePipeline, model: ReplyModel): AgentFactory {
+  return { create: (ctx) => new VoiceAgent(ctx, pipeline, model) };
+}

@@ -1,0 +1,238 @@
+// The voice agent behind a call: offline speech in, reply, speech out; barge-in; every voice;
+// an OpenAI-compatible model server; history and resume. All through real calls.
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { inboundAudio, listen, openCall, type RtcClient } from './helpers/rtcClient.ts';
+import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { attachMicrophone, speak } from './helpers/speech.ts';
+
+async function call(server: RunningServer, params: Record<string, unknown>): Promise<RtcClient> {
+  const token = await mintToken(server.baseUrl, server.devKey);
+  const client = await openCall(server.baseUrl, token, { params });
+  await client.waitConnected();
+  await client.nextEvent('session.created');
+  return client;
+}
+
+function typed(client: RtcClient, text: string) {
+  client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } });
+}
+
+/** Events of a type received after index `from`. */
+async function nextAfter(client: RtcClient, type: string, from: number, timeoutMs = 15_000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const e = client.events.slice(from).find((x) => x.type === type);
+    if (e) return e;
+    if (Date.now() > end) throw new Error(`no ${type} after #${from}; got ${client.events.slice(from).map((x) => x.type).join(', ')}`);
+    await sleep(50);
+  }
+}
+
+describe('offline pipeline', () => {
+  let server: RunningServer;
+  before(async () => {
+    server = await startServer();
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  test('spoken question, echo model: transcript, matching reply text, and reply audio', async () => {
+    const client = await call(server, { model: 'echo', return_transcription: true, voice: 'Victoria' });
+    try {
+      const mic = await attachMicrophone(client);
+      const ear = listen(client);
+      await sleep(500);
+      await mic.say(speak('what time is it'));
+      const heard = await client.nextEvent('conversation.item.input_audio_transcription.completed', 15_000);
+      assert.match(heard.transcript, /\btime\b/);
+      const done = await client.nextEvent('response.output_item.done');
+      assert.equal(done.text, heard.transcript, 'echo repeats the words it heard');
+      await client.nextEvent('response.audio.started');
+      const types = client.events.map((e) => e.type);
+      assert.ok(types.indexOf('input_audio_buffer.speech_started') < types.indexOf('input_audio_buffer.speech_stopped'));
+      await client.nextEvent('response.audio.done', 15_000);
+      assert.ok(ear.peakRms() > 500, `reply audio is not silent (rms ${ear.peakRms()})`);
+      assert.ok((await inboundAudio(client)).packetsReceived > 20);
+      mic.stop();
+      ear.stop();
+    } finally {
+      client.close();
+    }
+  });
+
+  test('spoken question, default model (parley-offline): a real answer; no transcript event unless asked', async () => {
+    const client = await call(server, {});
+    try {
+      const mic = await attachMicrophone(client);
+      await sleep(500);
+      await mic.say(speak('what time is it'));
+      const done = await client.nextEvent('response.output_item.done', 20_000);
+      assert.match(done.text, /^It is \d{1,2}:\d\d/);
+      assert.ok(!client.events.some((e) => e.type === 'conversation.item.input_audio_transcription.completed'));
+      assert.ok(client.events.some((e) => e.type === 'response.text.delta'));
+      mic.stop();
+    } finally {
+      client.close();
+    }
+  });
+
+  test('barge-in: speaking over the agent stops its audio and sends response.interrupted', async () => {
+    const client = await call(server, { model: 'echo' });
+    try {
+      const mic = await attachMicrophone(client);
+      await sleep(300);
+      typed(client, 'This is a long answer that the agent will be reading aloud for quite a while. ' + 'It keeps going with more and more words so that there is time to interrupt it. '.repeat(4));
+      await client.nextEvent('response.audio.started');
+      await sleep(800);
+      await mic.say(speak('stop please'));
+      const interrupted = await client.nextEvent('response.interrupted', 10_000);
+      assert.ok(interrupted.dropped_audio_ms > 1000, 'unsent reply audio was dropped');
+      // The reply's audio stops: inbound packets stop growing (the bound itself is measured in bench/).
+      await sleep(600);
+      const a = (await inboundAudio(client)).packetsReceived;
+      await sleep(1000);
+      const b = (await inboundAudio(client)).packetsReceived;
+      const replyRestarted = client.events.slice(client.events.indexOf(interrupted)).some((e) => e.type === 'response.audio.started');
+      if (!replyRestarted) assert.ok(b - a < 10, `audio stopped after the interruption (${b - a} packets in 1 s)`);
+      mic.stop();
+    } finally {
+      client.close();
+    }
+  });
+
+  test('every catalogue voice speaks', async () => {
+    const voices = (await http(server.baseUrl, '/v1/realtime/voices', { token: server.devKey })).body.voices as { name: string }[];
+    assert.equal(voices.length, 50);
+    const client = await call(server, { model: 'echo' });
+    try {
+      for (const { name } of voices) {
+        const from = client.events.length;
+        client.send({ type: 'session.update', session: { voice: name } });
+        await nextAfter(client, 'session.updated', from);
+        typed(client, 'Hello.');
+        await nextAfter(client, 'response.audio.started', from);
+        // Its audio exists; no need to listen to all of it.
+        client.send({ type: 'response.cancel' });
+        await nextAfter(client, 'response.cancelled', from);
+      }
+    } finally {
+      client.close();
+    }
+  });
+
+  test('history and resume: a second call resuming the first sees its turns', async () => {
+    const first = await call(server, { history: true });
+    typed(first, 'My name is Alice.');
+    assert.match((await first.nextEvent('response.output_item.done')).text, /Alice/);
+    first.send({ type: 'session.end' });
+    await first.nextEvent('session.ended');
+    first.close();
+
+    const second = await call(server, { history: true, conversation_id: first.conversationId });
+    try {
+      typed(second, 'What is my name?');
+      assert.equal((await second.nextEvent('response.output_item.done')).text, 'Your name is Alice.');
+    } finally {
+      second.close();
+    }
+    await sleep(300);
+    const transcript = (await http(server.baseUrl, `/v1/realtime/conversations/${second.conversationId}`, { token: server.devKey })).body;
+    assert.deepEqual(transcript.items.map((i: any) => [i.role, i.text]), [
+      ['user', 'My name is Alice.'],
+      ['assistant', 'Nice to meet you, Alice. How can I help?'],
+      ['user', 'What is my name?'],
+      ['assistant', 'Your name is Alice.'],
+    ]);
+    const other = (await server.cli('keys', 'create', '--name', 'stranger')).stdout;
+    const strangerToken = await mintToken(server.baseUrl, /key:\s+(sk_parley_ai_\w+)/.exec(other)![1]!);
+    await assert.rejects(openCall(server.baseUrl, strangerToken, { params: { conversation_id: first.conversationId } }), (err: any) => {
+      assert.equal(err.status, 422);
+      assert.deepEqual(err.body.detail[0].loc, ['body', 'params', 'conversation_id']);
+      return true;
+    });
+  });
+});
+
+describe('OpenAI-compatible model server', () => {
+  let llm: Server;
+  let server: RunningServer;
+  const requests: any[] = [];
+  let behaviour: 'ok' | 'fail' | 'hang' = 'ok';
+
+  before(async () => {
+    llm = createServer(async (req: IncomingMessage, res) => {
+      let body = '';
+      for await (const chunk of req) body += chunk;
+      requests.push({ path: req.url, auth: req.headers.authorization, body: JSON.parse(body) });
+      if (behaviour === 'fail') return res.writeHead(500).end('{"error":"boom"}');
+      if (behaviour === 'hang') return; // never answers
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (const piece of ['Hello ', 'from the ', 'language model. ', 'Second sentence.']) {
+        res.write(`data: ${JSON.stringify({ choices: [{ delta: { content: piece } }] })}\n\n`);
+        await sleep(20);
+      }
+      res.end('data: [DONE]\n\n');
+    });
+    await new Promise<void>((r) => llm.listen(0, '127.0.0.1', r));
+    const port = (llm.address() as AddressInfo).port;
+    server = await startServer({ LLM_BASE_URL: `http://127.0.0.1:${port}/v1`, LLM_API_KEY: 'llm-secret-key', LLM_MODEL: 'tiny-model', LLM_TIMEOUT_MS: '1500' });
+  });
+  after(async () => {
+    await server.stop();
+    llm.closeAllConnections();
+    llm.close();
+  });
+
+  test('instructions, temperature and history reach the model; the streamed reply is spoken', async () => {
+    const models = (await http(server.baseUrl, '/v1/realtime/models', { token: server.devKey })).body;
+    assert.equal(models.models.find((m: any) => m.id === 'orga-1-beta').runs, 'llm');
+    const client = await call(server, { instructions: 'You are Marvin.', temperature: 0.3 });
+    try {
+      typed(client, 'First question');
+      assert.equal((await client.nextEvent('response.output_item.done')).text, 'Hello from the language model. Second sentence.');
+      await client.nextEvent('response.audio.started');
+      const from = client.events.length;
+      typed(client, 'Second question');
+      await nextAfter(client, 'response.output_item.done', from);
+      const last = requests.at(-1);
+      assert.equal(last.path, '/v1/chat/completions');
+      assert.equal(last.auth, 'Bearer llm-secret-key');
+      assert.equal(last.body.model, 'tiny-model');
+      assert.equal(last.body.temperature, 0.3);
+      assert.equal(last.body.stream, true);
+      assert.deepEqual(last.body.messages, [
+        { role: 'system', content: 'You are Marvin.' },
+        { role: 'user', content: 'First question' },
+        { role: 'assistant', content: 'Hello from the language model. Second sentence.' },
+        { role: 'user', content: 'Second question' },
+      ]);
+      assert.ok(!server.stderr().includes('llm-secret-key'), 'the model key is not logged');
+    } finally {
+      client.close();
+    }
+  });
+
+  test('a failing or silent model: error event and a spoken apology, and the call goes on', async () => {
+    const client = await call(server, {});
+    try {
+      for (const mode of ['fail', 'hang'] as const) {
+        behaviour = mode;
+        const from = client.events.length;
+        typed(client, `Question while the model is ${mode}`);
+        const error = await nextAfter(client, 'error', from);
+        assert.equal(error.error.code, 'model_error');
+        assert.match((await nextAfter(client, 'response.output_item.done', from)).text, /Sorry/);
+        await nextAfter(client, 'response.audio.started', from);
+      }
+      assert.equal(client.pc.connectionState, 'connected');
+    } finally {
+      behaviour = 'ok';
+      client.close();
+    }
+  });
+});
