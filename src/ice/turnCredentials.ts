@@ -1,6 +1,6 @@
 // TURN REST-API credentials as coturn's `use-auth-secret` mode checks them:
 // username = "<unix expiry>:<label>", credential = base64(HMAC-SHA1(secret, username)).
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 
 export interface TurnCredential {
   username: string;
@@ -15,6 +15,6 @@ export function turnPassword(secret: string, username: string): string {
 /** A fresh credential tied to a token: the label is the token's jti plus a per-response nonce. */
 export function mintTurnCredential(secret: string, tokenJti: string, ttlSeconds: number, now = Date.now()): TurnCredential {
   const expiresAt = Math.floor(now / 1000) + ttlSeconds;
-  const username = `${expiresAt}:${tokenJti}.${randomBytes(6).toString('base64url')}`;
+  const username = `${expiresAt}:${tokenJti}.${randomUUID().slice(0, 13).replace('-', '')}`;
   return { username, credential: turnPassword(secret, username), expiresAt };
 }
