@@ -41,6 +41,8 @@ export class VoiceAgent implements Agent {
   private turnFrames = 0;
   private utterance: Utterance | undefined;
   private reply: Reply | undefined;
+  /** When the last voiced frame of the current turn arrived (start of the end-of-turn wait). */
+  private lastVoicedAt = 0;
   private closed = false;
 
   constructor(
@@ -71,6 +73,7 @@ export class VoiceAgent implements Agent {
     this.utterance.write(pcm16k);
     this.turnFrames++;
     this.silentRun = voiced ? 0 : this.silentRun + 1;
+    if (voiced) this.lastVoicedAt = performance.now();
     if (this.silentRun * FRAME_MS >= this.pipeline.silenceMs || this.turnFrames * FRAME_MS >= MAX_TURN_MS) void this.endTurn();
   }
 
@@ -110,6 +113,7 @@ export class VoiceAgent implements Agent {
     const utterance = this.utterance!;
     this.utterance = undefined;
     this.ctx.emit({ type: 'input_audio_buffer.speech_stopped' });
+    const turnEndedAt = performance.now();
     let transcript: string;
     try {
       transcript = (await utterance.finish()).trim();
@@ -119,7 +123,10 @@ export class VoiceAgent implements Agent {
     }
     // Noise that the recogniser heard as nothing is not a turn.
     if (!transcript || this.closed) return;
-    await this.respond(transcript, true);
+    await this.respond(transcript, true, {
+      end_of_turn_wait_ms: Math.round(turnEndedAt - this.lastVoicedAt),
+      transcription_ms: Math.round(performance.now() - turnEndedAt),
+    });
   }
 
   /** Barge-in: the caller speaks over the agent. Stops the reply and drops its unsent audio. */
@@ -135,7 +142,8 @@ export class VoiceAgent implements Agent {
     return this.ctx.audio.clear();
   }
 
-  private async respond(userText: string, spoken: boolean): Promise<void> {
+  /** `timings` so far (spoken turns) are completed with the reply's and sent with response.audio.started. */
+  private async respond(userText: string, spoken: boolean, timings: Record<string, number> = {}): Promise<void> {
     if (spoken && this.params.return_transcription) {
       this.ctx.emit({ type: 'conversation.item.input_audio_transcription.completed', transcript: userText });
     }
@@ -150,6 +158,8 @@ export class VoiceAgent implements Agent {
     let pending = '';
     let playback = Promise.resolve();
     let audioStarted = false;
+    const replyStartedAt = performance.now();
+    let firstTokenAt: number | undefined;
     const speakSentence = (sentence: string) => {
       // Synthesis starts at once; playback keeps sentence order.
       const pcm = this.pipeline.synthesizer.synthesize(sentence, this.params.voice, signal);
@@ -158,7 +168,12 @@ export class VoiceAgent implements Agent {
         if (!audio?.length || signal.aborted) return;
         if (!audioStarted) {
           audioStarted = true;
-          this.ctx.emit({ type: 'response.audio.started' });
+          const now = performance.now();
+          this.ctx.emit({
+            type: 'response.audio.started',
+            // Where the time to first audio went, for operators and bench/voice.ts.
+            timings: { ...timings, first_token_ms: Math.round((firstTokenAt ?? now) - replyStartedAt), synthesis_ms: Math.round(now - (firstTokenAt ?? now)) },
+          });
         }
         this.ctx.audio.write(audio);
       });
@@ -167,6 +182,7 @@ export class VoiceAgent implements Agent {
     try {
       for await (const delta of this.model.reply({ text: userText, history, instructions: this.params.instructions, temperature: this.params.temperature, signal })) {
         if (signal.aborted) return;
+        firstTokenAt ??= performance.now();
         text += delta;
         pending += delta;
         this.ctx.emit({ type: 'response.text.delta', delta });

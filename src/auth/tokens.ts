@@ -86,6 +86,9 @@ export class TokenService {
         allowedIss: this.opts.issuer,
         clockTolerance: CLOCK_SKEW_MS,
         requiredClaims: ['iss', 'aud', 'sub', 'iat', 'nbf', 'exp', 'jti'],
+        // A token is presented a few times (ice-config, calls, retries): remember verified ones
+        // (bounded LRU; fast-jwt still rejects an entry once its exp passes).
+        cache: 10_000,
       }) as Verifier;
       this.verifiers.set(kid, verify);
     }

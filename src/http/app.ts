@@ -52,8 +52,9 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
   });
 
   // A POST with no body at all (no Content-Type either) is the same as an empty one.
-  app.addHook('preValidation', async (req) => {
+  app.addHook('preValidation', (req, _reply, done) => {
     if (req.method === 'POST' && req.body == null) req.body = {};
+    done();
   });
 
   const knownPaths = new Map<string, Set<string>>();

@@ -4,10 +4,10 @@ import type { FastifyInstance } from 'fastify';
 
 export function registerCors(app: FastifyInstance, paths: Set<string>, allowedOrigins: string[]): void {
   const any = allowedOrigins.includes('*');
-  app.addHook('onRequest', async (req, reply) => {
+  // A callback hook, not async: it runs on every request and usually does nothing.
+  app.addHook('onRequest', (req, reply, done) => {
     const origin = req.headers.origin;
-    if (!origin || !paths.has(req.url.split('?', 1)[0]!)) return;
-    if (!any && !allowedOrigins.includes(origin)) return;
+    if (!origin || !paths.has(req.url.split('?', 1)[0]!) || (!any && !allowedOrigins.includes(origin))) return done();
     reply.header('Access-Control-Allow-Origin', any ? '*' : origin);
     if (!any) reply.header('Vary', 'Origin');
     if (req.method === 'OPTIONS' && req.headers['access-control-request-method']) {
@@ -17,6 +17,8 @@ export function registerCors(app: FastifyInstance, paths: Set<string>, allowedOr
         .header('Access-Control-Max-Age', '600')
         .code(204)
         .send();
+      return;
     }
+    done();
   });
 }

@@ -68,6 +68,9 @@ export class AudioSender implements AudioOut {
     this.queue.length = 0;
     this.partial = undefined;
     this.partialLength = 0;
+    // Cut mid-word, the far end's decoder would conceal the missing packets with sound for a while;
+    // two frames of silence end the utterance cleanly.
+    if (this.talking) this.queue.push(new Int16Array(FRAME_SAMPLES), new Int16Array(FRAME_SAMPLES));
     return dropped;
   }
 

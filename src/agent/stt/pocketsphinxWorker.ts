@@ -8,7 +8,8 @@ export type WorkerRequest =
   | { op: 'start'; id: number }
   | { op: 'audio'; id: number; pcm: Int16Array }
   | { op: 'end'; id: number }
-  | { op: 'abort'; id: number };
+  | { op: 'abort'; id: number }
+  | { op: 'shutdown' };
 
 export type WorkerReply = { op: 'partial' | 'final'; id: number; text: string } | { op: 'error'; id: number; message: string } | { op: 'ready' };
 
@@ -49,6 +50,10 @@ const port = parentPort!;
 port.on('message', (msg: WorkerRequest) => {
   try {
     switch (msg.op) {
+      case 'shutdown':
+        // Leave between native calls: closing the port lets the thread end by itself.
+        port.close();
+        return;
       case 'start': {
         const decoder = idle.pop() ?? newDecoder();
         psStartUtt(decoder);

@@ -25,6 +25,8 @@ export class PocketSphinxRecognizer implements SpeechRecognizer {
   private readonly finals = new Map<number, { resolve: (t: string) => void; reject: (e: Error) => void }>();
   private readonly partials = new Map<number, (t: string) => void>();
   private failure: Error | undefined;
+  /** Settles once the worker has loaded its first decoder (or failed to). */
+  private readonly ready: Promise<void>;
 
   constructor(modelDir = POCKETSPHINX_MODEL_DIR) {
     if (!existsSync(`${modelDir}/en-us.lm.bin`)) {
@@ -32,7 +34,11 @@ export class PocketSphinxRecognizer implements SpeechRecognizer {
     }
     this.worker = new Worker(new URL('./pocketsphinxWorker.entry.mjs', import.meta.url), { workerData: { modelDir } });
     this.worker.unref();
+    let settle: () => void = () => {};
+    this.ready = new Promise<void>((resolve) => (settle = resolve));
+    this.worker.on('exit', () => settle());
     this.worker.on('message', (m: WorkerReply) => {
+      if (m.op === 'ready' || (m.op === 'error' && m.id === 0)) settle();
       if (m.op === 'partial') this.partials.get(m.id)?.(m.text);
       else if (m.op === 'final') {
         this.finals.get(m.id)?.resolve(m.text);
@@ -80,6 +86,12 @@ export class PocketSphinxRecognizer implements SpeechRecognizer {
   }
 
   async close(): Promise<void> {
+    // Terminating a worker inside a native call (loading the model, decoding) aborts the process:
+    // let it finish its current message and leave by itself; terminate only if it does not.
+    await Promise.race([this.ready, new Promise((r) => setTimeout(r, 20_000).unref())]);
+    const exited = new Promise((r) => this.worker.once('exit', r));
+    this.worker.postMessage({ op: 'shutdown' } satisfies WorkerRequest);
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000).unref())]);
     await this.worker.terminate();
   }
 }
