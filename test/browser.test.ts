@@ -12,21 +12,12 @@ import { promisify } from 'node:util';
 import type { Page } from 'playwright-core';
 import { launchBrowser, type LaunchedBrowser } from './helpers/browser.ts';
 import { http, startServer, type RunningServer } from './helpers/server.ts';
+import { until } from './helpers/wait.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const ARTIFACTS = join(ROOT, 'test-artifacts');
 const run = promisify(execFile);
 
-async function until<T>(what: string, fn: () => Promise<T> | T, ok: (v: T) => boolean, timeoutMs = 15_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let v = await fn();
-  while (!ok(v)) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(v)}`);
-    await sleep(200);
-    v = await fn();
-  }
-  return v;
-}
 
 /** Creates an API key in `dataDir`'s store with the CLI (before the server starts) and returns it. */
 async function createKey(dataDir: string): Promise<string> {

@@ -15,6 +15,7 @@ import { launchBrowser, callFromPage } from './helpers/browser.ts';
 import { allocateRelay, freePort, startCoturn, type Coturn } from './helpers/coturn.ts';
 import { attachTone, inboundAudio, openCall, type RtcClient } from './helpers/rtcClient.ts';
 import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { until } from './helpers/wait.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const run = promisify(execFile);
@@ -51,14 +52,6 @@ async function turnEntry(server: RunningServer, token?: string): Promise<TurnEnt
   return turn;
 }
 
-async function until<T>(what: string, fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 15_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (let v = await fn(); ; v = await fn()) {
-    if (ok(v)) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(v)}`);
-    await sleep(100);
-  }
-}
 
 /** Types of the selected candidate pair, from the Node client's getStats(). */
 async function selectedPair(client: RtcClient): Promise<{ local?: string; remote?: string }> {

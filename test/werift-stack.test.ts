@@ -7,17 +7,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import sdpTransform from 'sdp-transform';
 import { attachCamera, attachTone, inboundAudio, listen, openCall } from './helpers/rtcClient.ts';
 import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { until } from './helpers/wait.ts';
 
-async function until<T>(what: string, fn: () => Promise<T> | T, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let v = await fn();
-  while (!ok(v)) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(v)}`);
-    await sleep(100);
-    v = await fn();
-  }
-  return v;
-}
 
 let server: RunningServer;
 before(async () => {

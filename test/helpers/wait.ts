@@ -1,0 +1,11 @@
+// Polls until a condition holds, failing with the last value seen.
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export async function until<T>(what: string, fn: () => Promise<T> | T, ok: (v: T) => boolean, timeoutMs = 15_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (let v = await fn(); ; v = await fn()) {
+    if (ok(v)) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(v)}`);
+    await sleep(100);
+  }
+}
