@@ -6,7 +6,9 @@ import { echoModel } from './llm/echo.js';
 import { offlineModel } from './llm/offline.js';
 import { openAiCompatibleModel } from './llm/openaiCompatible.js';
 import { AgentRegistry } from './registry.js';
-import { PocketSphinxRecognizer } from './stt/recognizer.js';
+import { HttpRecognizer } from './stt/httpRecognizer.js';
+import { PocketSphinxRecognizer, type SpeechRecognizer } from './stt/recognizer.js';
+import { HttpSynthesizer } from './tts/httpSynthesizer.js';
 import { LocalSynthesizer } from './tts/synthesizer.js';
 import { voiceAgentFactory, type VoicePipeline } from './voiceAgent.js';
 
@@ -18,9 +20,11 @@ export interface Agents {
 export function createAgents(config: Config, log: FastifyBaseLogger): Agents {
   const registry = new AgentRegistry(config.LLM_BASE_URL ? 'llm' : 'parley-offline');
   registry.register('audio-echo', echoAgentFactory(config.ECHO_DELAY_MS));
-  let recognizer: PocketSphinxRecognizer | undefined;
+  let recognizer: SpeechRecognizer | undefined;
   try {
-    recognizer = new PocketSphinxRecognizer();
+    recognizer = config.STT_URL
+      ? new HttpRecognizer({ baseUrl: config.STT_URL, model: config.STT_MODEL, timeoutMs: config.LLM_TIMEOUT_MS, ...(config.STT_API_KEY ? { apiKey: config.STT_API_KEY } : {}) })
+      : new PocketSphinxRecognizer();
   } catch (err) {
     // Without a recogniser the speech engines answer with a model_unavailable error event.
     log.warn({ err: (err as Error).message }, 'speech recognition unavailable: run scripts/setup.sh --runtime');
@@ -28,7 +32,9 @@ export function createAgents(config: Config, log: FastifyBaseLogger): Agents {
   if (recognizer) {
     const pipeline: VoicePipeline = {
       recognizer,
-      synthesizer: new LocalSynthesizer(),
+      synthesizer: config.TTS_URL
+        ? new HttpSynthesizer({ baseUrl: config.TTS_URL, model: config.TTS_MODEL, timeoutMs: config.LLM_TIMEOUT_MS, ...(config.TTS_API_KEY ? { apiKey: config.TTS_API_KEY } : {}) })
+        : new LocalSynthesizer(),
       silenceMs: config.VAD_SILENCE_MS,
       vadMode: config.VAD_MODE as VoicePipeline['vadMode'],
     };

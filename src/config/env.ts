@@ -211,7 +211,13 @@ export const settings = {
   LLM_BASE_URL: { doc: 'OpenAI-compatible API base (e.g. http://127.0.0.1:11434/v1); when set, orga-1-beta runs its chat completions.', parse: str },
   LLM_API_KEY: { doc: 'Bearer key for LLM_BASE_URL (never logged).', parse: str },
   LLM_MODEL: { doc: 'Model name sent to LLM_BASE_URL.', default: 'gpt-4o-mini', parse: str },
-  LLM_TIMEOUT_MS: { doc: 'A reply from LLM_BASE_URL that takes longer fails (error event and a spoken apology).', default: '15000', parse: int(1000, 120000) },
+  LLM_TIMEOUT_MS: { doc: 'Timeout of the HTTP backends (LLM_BASE_URL, STT_URL, TTS_URL); a model reply that takes longer fails with an error event and a spoken apology.', default: '15000', parse: int(1000, 120000) },
+  STT_URL: { doc: 'OpenAI-compatible API base whose /audio/transcriptions replaces the built-in recogniser.', parse: str },
+  STT_API_KEY: { doc: 'Bearer key for STT_URL (never logged).', parse: str },
+  STT_MODEL: { doc: 'Model name sent to STT_URL.', default: 'whisper-1', parse: str },
+  TTS_URL: { doc: 'OpenAI-compatible API base whose /audio/speech replaces the built-in voices (the catalogue voice name is sent).', parse: str },
+  TTS_API_KEY: { doc: 'Bearer key for TTS_URL (never logged).', parse: str },
+  TTS_MODEL: { doc: 'Model name sent to TTS_URL.', default: 'tts-1', parse: str },
   ECHO_DELAY_MS: { doc: "Delay before the audio-echo agent plays the caller's audio back.", default: '200', parse: int(0, 5000) },
 } satisfies Record<string, Setting<unknown>>;
 

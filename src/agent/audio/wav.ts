@@ -30,3 +30,24 @@ export function readWav(bytes: Buffer): Pcm {
   }
   throw new Error('WAV stream has no data chunk');
 }
+
+/** A mono 16-bit PCM WAV file from PCM chunks. */
+export function encodeWav(chunks: Int16Array[], sampleRate: number): Buffer {
+  const samples = chunks.reduce((n, c) => n + c.length, 0);
+  const out = Buffer.alloc(44 + samples * 2);
+  out.write('RIFF', 0, 'ascii');
+  out.writeUInt32LE(36 + samples * 2, 4);
+  out.write('WAVEfmt ', 8, 'ascii');
+  out.writeUInt32LE(16, 16);
+  out.writeUInt16LE(1, 20);
+  out.writeUInt16LE(1, 22);
+  out.writeUInt32LE(sampleRate, 24);
+  out.writeUInt32LE(sampleRate * 2, 28);
+  out.writeUInt16LE(2, 32);
+  out.writeUInt16LE(16, 34);
+  out.write('data', 36, 'ascii');
+  out.writeUInt32LE(samples * 2, 40);
+  let offset = 44;
+  for (const c of chunks) for (const s of c) offset = out.writeInt16LE(s, offset);
+  return out;
+}
