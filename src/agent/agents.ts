@@ -24,7 +24,7 @@ export function createAgents(config: Config, log: FastifyBaseLogger): Agents {
   try {
     recognizer = config.STT_URL
       ? new HttpRecognizer({ baseUrl: config.STT_URL, model: config.STT_MODEL, timeoutMs: config.LLM_TIMEOUT_MS, ...(config.STT_API_KEY ? { apiKey: config.STT_API_KEY } : {}) })
-      : new PocketSphinxRecognizer();
+      : new PocketSphinxRecognizer(config.STT_WORKERS);
   } catch (err) {
     // Without a recogniser the speech engines answer with a model_unavailable error event.
     log.warn({ err: (err as Error).message }, 'speech recognition unavailable: run scripts/setup.sh --runtime');

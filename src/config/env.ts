@@ -212,6 +212,11 @@ export const settings = {
   LLM_API_KEY: { doc: 'Bearer key for LLM_BASE_URL (never logged).', parse: str },
   LLM_MODEL: { doc: 'Model name sent to LLM_BASE_URL.', default: 'gpt-4o-mini', parse: str },
   LLM_TIMEOUT_MS: { doc: 'Timeout of the HTTP backends (LLM_BASE_URL, STT_URL, TTS_URL); a model reply that takes longer fails with an error event and a spoken apology.', default: '15000', parse: int(1000, 120000) },
+  STT_WORKERS: {
+    doc: 'Worker threads running the built-in speech recogniser (each holds its decoders; about one per core is right).',
+    default: '2',
+    parse: int(1, 32),
+  },
   STT_URL: { doc: 'OpenAI-compatible API base whose /audio/transcriptions replaces the built-in recogniser.', parse: str },
   STT_API_KEY: { doc: 'Bearer key for STT_URL (never logged).', parse: str },
   STT_MODEL: { doc: 'Model name sent to STT_URL.', default: 'whisper-1', parse: str },
