@@ -1,12 +1,22 @@
 // The voice agent: a chain of small stages — turn detection (VAD + end-of-turn silence), speech to
 // text, reply generation, text to speech — with barge-in and the session's events and history.
 import { downsample48kTo16k } from './audio/resample.js';
+import { echoModel } from './llm/echo.js';
+import { offlineModel } from './llm/offline.js';
+import { openAiCompatibleModel } from './llm/openaiCompatible.js';
 import type { ReplyModel } from './llm/types.js';
-import type { SpeechRecognizer, Utterance } from './stt/recognizer.js';
-import type { SpeechSynthesizer } from './tts/synthesizer.js';
+import { AgentRegistry } from './registry.js';
+import { HttpRecognizer } from './stt/httpRecognizer.js';
+import { PocketSphinxRecognizer, type SpeechRecognizer, type Utterance } from './stt/recognizer.js';
+import { HttpSynthesizer } from './tts/httpSynthesizer.js';
+import { LocalSynthesizer, type SpeechSynthesizer } from './tts/synthesizer.js';
 import type { Agent, AgentContext, AgentFactory, ConversationTurn } from './types.js';
 import { WebRtcVad } from './vad/webrtcVad.js';
 import type { SessionParams } from '../calls/sessionParams.js';
+import type { Config } from '../config/env.js';
+
+/** Text spoken by a catalogue voice with the local engines, 48 kHz mono. */
+export { synthesize } from './tts/synthesizer.js';
 
 export interface VoicePipeline {
   recognizer: SpeechRecognizer;
@@ -21,9 +31,19 @@ const FRAME_MS = 20;
 const ONSET_FRAMES = 3;
 /** Audio kept from before the onset, so the first syllable reaches the recogniser. */
 const PREROLL_FRAMES = 15;
+/** A frame this far under the turn's loudest (-40 dB) ends speech for the end-of-turn rule. */
+const QUIET_RATIO = 0.01;
 /** A turn longer than this is ended anyway. */
 const MAX_TURN_MS = 30_000;
+/** A complete sentence at the start of the text (its end mark followed by whitespace), and the rest. */
+const SENTENCE_END = /^([\s\S]*?[.!?…:;])\s+([\s\S]*)$/;
 const APOLOGY = "Sorry, I couldn't come up with an answer just now. Please try again.";
+
+function rms(pcm: Int16Array): number {
+  let sum = 0;
+  for (const s of pcm) sum += s * s;
+  return Math.sqrt(sum / (pcm.length || 1));
+}
 
 /** A reply in progress: generation, synthesis and playback, cancellable as one. */
 interface Reply {
@@ -38,11 +58,15 @@ export class VoiceAgent implements Agent {
   private preroll: Int16Array[] = [];
   private voicedRun = 0;
   private silentRun = 0;
+  /** RMS of the loudest voiced frame of the current turn. */
+  private turnPeak = 0;
   private turnFrames = 0;
   private utterance: Utterance | undefined;
   private reply: Reply | undefined;
   /** When the last voiced frame of the current turn arrived (start of the end-of-turn wait). */
   private lastVoicedAt = 0;
+  /** Words of a turn that the caller continued before it was answered. */
+  private unanswered = '';
   private closed = false;
 
   constructor(
@@ -72,13 +96,17 @@ export class VoiceAgent implements Agent {
     }
     this.utterance.write(pcm16k);
     this.turnFrames++;
-    this.silentRun = voiced ? 0 : this.silentRun + 1;
-    if (voiced) this.lastVoicedAt = performance.now();
+    // WebRTC VAD goes on calling frames speech for 100-200 ms after the voice stops (its hangover):
+    // for the end-of-turn rule, a frame 40 dB under the turn's loudest is silence whatever it says.
+    const level = rms(pcm16k);
+    if (voiced) this.turnPeak = Math.max(this.turnPeak, level);
+    const speaking = voiced && level > this.turnPeak * QUIET_RATIO;
+    this.silentRun = speaking ? 0 : this.silentRun + 1;
+    if (speaking) this.lastVoicedAt = performance.now();
     if (this.silentRun * FRAME_MS >= this.pipeline.silenceMs || this.turnFrames * FRAME_MS >= MAX_TURN_MS) void this.endTurn();
   }
 
   onUserText(text: string): void {
-    this.interrupt();
     void this.respond(text, false);
   }
 
@@ -107,6 +135,7 @@ export class VoiceAgent implements Agent {
     this.turnFrames = 0;
     this.silentRun = 0;
     this.voicedRun = 0;
+    this.turnPeak = 0;
   }
 
   private async endTurn(): Promise<void> {
@@ -121,8 +150,15 @@ export class VoiceAgent implements Agent {
       this.ctx.emit({ type: 'error', error: { type: 'server_error', code: 'transcription_failed', message: (err as Error).message, param: null } });
       return;
     }
+    transcript = [this.unanswered, transcript].filter(Boolean).join(' ');
+    this.unanswered = '';
     // Noise that the recogniser heard as nothing is not a turn.
     if (!transcript || this.closed) return;
+    if (this.utterance) {
+      // The caller went on speaking while this part was transcribed: answer both parts together.
+      this.unanswered = transcript;
+      return;
+    }
     await this.respond(transcript, true, {
       end_of_turn_wait_ms: Math.round(turnEndedAt - this.lastVoicedAt),
       transcription_ms: Math.round(performance.now() - turnEndedAt),
@@ -147,6 +183,8 @@ export class VoiceAgent implements Agent {
     if (spoken && this.params.return_transcription) {
       this.ctx.emit({ type: 'conversation.item.input_audio_transcription.completed', transcript: userText });
     }
+    // One reply at a time: a new turn replaces one still in progress.
+    this.interrupt();
     const history = [...this.history];
     this.history.push({ role: 'user', text: userText });
     this.ctx.recordTurn({ role: 'user', text: userText });
@@ -186,11 +224,10 @@ export class VoiceAgent implements Agent {
         text += delta;
         pending += delta;
         this.ctx.emit({ type: 'response.text.delta', delta });
-        // Speak each sentence as soon as it is complete.
-        const m = /^([\s\S]*?[.!?…:;])(\s+|$)([\s\S]*)$/.exec(pending);
-        if (m && m[2]) {
+        // Speak each sentence as soon as it is complete (a chunk may hold several).
+        for (let m = SENTENCE_END.exec(pending); m; m = SENTENCE_END.exec(pending)) {
           speakSentence(m[1]!);
-          pending = m[3]!;
+          pending = m[2]!;
         }
       }
       if (pending.trim()) speakSentence(pending);
@@ -220,4 +257,71 @@ export class VoiceAgent implements Agent {
 
 export function voiceAgentFactory(pipeline: VoicePipeline, model: ReplyModel): AgentFactory {
   return { create: (ctx) => new VoiceAgent(ctx, pipeline, model) };
+}
+
+/** The settings the voice agent reads (all in src/config/env.ts). */
+export type VoiceConfig = Pick<
+  Config,
+  | 'VAD_SILENCE_MS' | 'VAD_MODE' | 'STT_WORKERS' | 'STT_URL' | 'STT_API_KEY' | 'STT_MODEL' | 'TTS_URL' | 'TTS_API_KEY' | 'TTS_MODEL'
+  | 'LLM_BASE_URL' | 'LLM_API_KEY' | 'LLM_MODEL' | 'LLM_TIMEOUT_MS'
+>;
+
+/**
+ * The stages every call of this process shares, from configuration: the HTTP backends when their
+ * URLs are set, else PocketSphinx (worker threads) and the local voices. Throws when the built-in
+ * recogniser's model is not installed.
+ */
+export function createVoicePipeline(config: VoiceConfig): VoicePipeline {
+  const timeoutMs = config.LLM_TIMEOUT_MS;
+  return {
+    recognizer: config.STT_URL
+      ? new HttpRecognizer({ baseUrl: config.STT_URL, model: config.STT_MODEL, timeoutMs, ...(config.STT_API_KEY ? { apiKey: config.STT_API_KEY } : {}) })
+      : new PocketSphinxRecognizer(config.STT_WORKERS),
+    synthesizer: config.TTS_URL
+      ? new HttpSynthesizer({ baseUrl: config.TTS_URL, model: config.TTS_MODEL, timeoutMs, ...(config.TTS_API_KEY ? { apiKey: config.TTS_API_KEY } : {}) })
+      : new LocalSynthesizer(),
+    silenceMs: config.VAD_SILENCE_MS,
+    vadMode: config.VAD_MODE as VoicePipeline['vadMode'],
+  };
+}
+
+/** The reply model an engine name (AgentRegistry.engineOf) stands for; undefined when not configured. */
+export function replyModelFor(engine: string, config: VoiceConfig): ReplyModel | undefined {
+  switch (engine) {
+    case 'parley-offline':
+      return offlineModel;
+    case 'echo':
+      return echoModel;
+    case 'llm':
+      return config.LLM_BASE_URL
+        ? openAiCompatibleModel({ baseUrl: config.LLM_BASE_URL, model: config.LLM_MODEL, timeoutMs: config.LLM_TIMEOUT_MS, ...(config.LLM_API_KEY ? { apiKey: config.LLM_API_KEY } : {}) })
+        : undefined;
+    default:
+      return undefined;
+  }
+}
+
+export interface VoiceAgentFactory extends AgentFactory {
+  readonly pipeline: VoicePipeline;
+  /** Stops the shared stages (the recogniser's worker threads). */
+  close(): Promise<void>;
+}
+
+/**
+ * Voice agents whose reply model follows each call's `params.model`: `orga-1-beta` runs the
+ * OpenAI-compatible backend when LLM_BASE_URL is set, else `parley-offline`; `echo` repeats the
+ * caller. A model this pipeline does not run (`audio-echo`) gets `parley-offline`.
+ */
+export function createVoiceAgentFactory(config: VoiceConfig, pipeline: VoicePipeline = createVoicePipeline(config)): VoiceAgentFactory {
+  const registry = new AgentRegistry(config.LLM_BASE_URL ? 'llm' : 'parley-offline');
+  return {
+    pipeline,
+    create: (ctx) => new VoiceAgent(ctx, pipeline, replyModelFor(registry.engineOf(ctx.params.model), config) ?? offlineModel),
+    close: () => pipeline.recognizer.close(),
+  };
+}
+
+/** The `echo` model's behaviour through the same pipeline: speech → text → the same words spoken back. */
+export function createEchoVoiceAgentFactory(config: VoiceConfig, pipeline: VoicePipeline = createVoicePipeline(config)): VoiceAgentFactory {
+  return { pipeline, create: (ctx) => new VoiceAgent(ctx, pipeline, echoModel), close: () => pipeline.recognizer.close() };
 }

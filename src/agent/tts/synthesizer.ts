@@ -57,3 +57,10 @@ export class LocalSynthesizer implements SpeechSynthesizer {
     return resampleTo48k(pcm.samples, pcm.sampleRate);
   }
 }
+
+const local = new LocalSynthesizer();
+
+/** `text` spoken by the catalogue voice `voiceName` with the local engines, 48 kHz mono. */
+export function synthesize(voiceName: string, text: string, signal?: AbortSignal): Promise<Int16Array> {
+  return local.synthesize(text, voiceName, signal);
+}
