@@ -58,7 +58,10 @@ export async function openTalker(server: RunningServer, model: string): Promise<
       const from = client.events.length;
       firstLoudAt = undefined;
       await mic.say(question);
-      const speechEnded = performance.now();
+      // The clip ends in silence: the caller's speech ended where it was last loud.
+      let tail = question.length;
+      while (tail > 0 && Math.abs(question[tail - 1]!) < 500) tail--;
+      const speechEnded = performance.now() - (question.length - tail) / 48;
       listeningSince = speechEnded;
       const deadline = Date.now() + 15_000;
       while (firstLoudAt === undefined && Date.now() < deadline) await sleep(5);
