@@ -22,8 +22,8 @@ import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { http, mintToken, startServer, type RunningServer } from '../test/helpers/server.ts';
+import { placeCall, type PlacedCall } from './lib/placeCall.ts';
 
-const { RTCPeerConnection } = wrtc as any;
 const { RTCAudioSource } = (wrtc as any).nonstandard;
 
 const ECHO_PACKETS_PER_SECOND = 50; // the server sends one 20 ms Opus packet per tick
@@ -35,75 +35,6 @@ const CLIENT_SEND_MIN_PCT = 98;
 const JITTER_LIMIT_MS = 30;
 
 // ───────────────────────────── client side (also run inside the child processes) ─────────────────────────────
-
-interface PlacedCall {
-  pc: any;
-  channel: any;
-  conversationId: string;
-  /** performance.now() marks: POST sent, answer received, connected, first server event. */
-  marks: { post: number; answer: number; connected: number; firstEvent: number };
-}
-
-function waitFor(check: () => boolean, subscribe: (cb: () => void) => void, timeoutMs: number, what: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (check()) return resolve();
-    const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), timeoutMs);
-    subscribe(() => {
-      if (check()) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-  });
-}
-
-/** Only the 127.0.0.1 UDP candidates: the benchmark stays on loopback. */
-function loopbackOnly(sdp: string): string {
-  return sdp
-    .split('\r\n')
-    .filter((l) => !l.startsWith('a=candidate:') || / udp \d+ 127\.0\.0\.1 /i.test(l))
-    .join('\r\n');
-}
-
-/**
- * Offers like the existing clients (audio sendrecv, optional video sendonly, the events data
- * channel), gathers, posts to /calls and waits for connected and the first server event.
- */
-async function placeCall(baseUrl: string, token: string, opts: { video?: boolean; audioTrack?: any } = {}): Promise<PlacedCall> {
-  const pc = new RTCPeerConnection({ iceServers: [], bundlePolicy: 'max-bundle' });
-  if (opts.audioTrack) pc.addTransceiver(opts.audioTrack, { direction: 'sendrecv' });
-  else pc.addTransceiver('audio', { direction: 'sendrecv' });
-  if (opts.video) pc.addTransceiver('video', { direction: 'sendonly' });
-  const channel = pc.createDataChannel('orga-realtime-client-events');
-  let firstEventAt = 0;
-  const firstEvent = new Promise<void>((resolve) => {
-    channel.onmessage = () => {
-      firstEventAt ||= performance.now();
-      resolve();
-    };
-  });
-  try {
-    const candidates: any[] = [];
-    pc.onicecandidate = (e: any) => e.candidate && / udp \d+ 127\.0\.0\.1 /i.test(e.candidate.candidate) && candidates.push(e.candidate.toJSON());
-    await pc.setLocalDescription(await pc.createOffer());
-    await waitFor(() => pc.iceGatheringState === 'complete', (cb) => (pc.onicegatheringstatechange = cb), 5000, 'gathering').catch(() => {});
-    const post = performance.now();
-    const res = await http(baseUrl, '/v1/realtime/calls', {
-      token,
-      body: { offer: { sdp: loopbackOnly(pc.localDescription.sdp), type: 'offer', candidates }, params: { model: 'audio-echo' } },
-    });
-    const answer = performance.now();
-    if (res.status !== 200) throw new Error(`calls answered ${res.status}: ${JSON.stringify(res.body).slice(0, 200)}`);
-    await pc.setRemoteDescription(res.body.answer);
-    await waitFor(() => pc.connectionState === 'connected', (cb) => (pc.onconnectionstatechange = cb), 15_000, 'connected');
-    const connected = performance.now();
-    await Promise.race([firstEvent, sleep(10_000).then(() => Promise.reject(new Error('no server event within 10 s')))]);
-    return { pc, channel, conversationId: res.body.conversation_id, marks: { post, answer, connected, firstEvent: firstEventAt } };
-  } catch (err) {
-    pc.close();
-    throw err;
-  }
-}
 
 /** One 10 ms timer feeds a 440 Hz tone to every call's microphone, catching up when it runs late. */
 class ToneFeeder {
