@@ -16,8 +16,7 @@ export const clientSecretsRoutes = (services: Services): FastifyPluginAsync => a
         response: { 200: ClientSecretsResponse, 401: { $ref: 'ShapeA#' }, 422: { $ref: 'ShapeB#' } },
       },
     },
-    // Synchronous: no promise per request.
-    (req) => {
+    async (req) => {
       const { token, claims } = services.tokens.mint(req.apiKeyId!, req.query.email);
       services.metrics.tokensIssued.inc();
       return {
