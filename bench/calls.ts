@@ -1,9 +1,9 @@
-// Call benchmarks against a real Parley process on 127.0.0.1, for each server-side WebRTC stack:
-//  (a) offer → answer and answer → connected latency, p50/p95 over sequential calls from a Node
-//      libwebrtc client (@roamhq/wrtc);
-//  (b) concurrent audio-echo calls: a ramp of N simultaneous calls from libwebrtc clients in child
-//      processes, each playing a tone; per call, from the client's getStats(): inbound packet loss,
-//      delivered packets and jitter over the window; the server's and the clients' CPU from /proc.
+// Concurrent audio-echo calls against a real Parley process on 127.0.0.1, for each server-side
+// WebRTC stack: a ramp of N simultaneous calls from libwebrtc clients (@roamhq/wrtc) in child
+// processes, each playing a tone; per call, from the client's getStats(): inbound packet loss,
+// echo delivered and jitter over the window; the server's and the clients' CPU from /proc.
+// (Setup latency, offer → answer and answer → connected, is bench/offer-answer.ts.)
+//
 // Passing step (the issue's criterion): every call connected, < 1 % inbound packet loss and jitter
 // < 30 ms at every 1 s sample. Two sanity checks also fail a step: >= 98 % of the tone packets sent
 // must come back as echo (a server that skips ticks shows no RTP loss, only missing packets), and
@@ -13,8 +13,8 @@
 //
 //   node --import tsx bench/calls.ts                      # both stacks, 60 s windows
 //   node --import tsx bench/calls.ts --seconds 15 --stacks werift --ramp 1,5,10
-//   flags: --stacks libdatachannel,werift  --latency-calls 50  --seconds 60  --ramp 1,5,10,15,20,25,30,35,40,50,60,80,100
-//          --clients 2 (client processes)  --max-other-cpu 25  --skip-latency  --skip-ramp  --json <file>
+//   flags: --stacks libdatachannel,werift  --seconds 60  --ramp 1,5,10,15,20,25,30,35,40,50,60,80,100
+//          --clients 2 (client processes)  --max-other-cpu 25  --json <file>
 import wrtc from '@roamhq/wrtc';
 import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -186,40 +186,6 @@ function percentile(values: number[], p: number): number {
 
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 
-interface LatencyResult {
-  calls: number;
-  failed: number;
-  offerToAnswerMs: { p50: number; p95: number };
-  answerToConnectedMs: { p50: number; p95: number };
-  answerToFirstEventMs: { p50: number; p95: number };
-}
-
-async function measureLatency(server: RunningServer, count: number): Promise<LatencyResult> {
-  const o2a: number[] = [];
-  const a2c: number[] = [];
-  const a2e: number[] = [];
-  let failed = 0;
-  // One unmeasured call first: the server's first answer pays one-off costs (certificate, JIT).
-  for (let i = -1; i < count; i++) {
-    const token = await mintToken(server.baseUrl, server.devKey);
-    try {
-      const call = await placeCall(server.baseUrl, token, { video: true });
-      if (i >= 0) {
-        o2a.push(call.marks.answer - call.marks.post);
-        a2c.push(call.marks.connected - call.marks.answer);
-        a2e.push(call.marks.firstEvent - call.marks.answer);
-      }
-      call.pc.close();
-    } catch (err) {
-      if (i >= 0) failed++;
-      process.stderr.write(`  latency call failed: ${(err as Error).message}\n`);
-    }
-    await sleep(100);
-  }
-  const summary = (v: number[]) => ({ p50: round(percentile(v, 50)), p95: round(percentile(v, 95)) });
-  return { calls: o2a.length, failed, offerToAnswerMs: summary(o2a), answerToConnectedMs: summary(a2c), answerToFirstEventMs: summary(a2e) };
-}
-
 interface StepResult {
   n: number;
   /** 1-minute load average when the step started (other engineers share this machine). */
@@ -358,18 +324,14 @@ async function runStep(server: RunningServer, n: number, seconds: number, client
 
 interface StackResult {
   stack: string;
-  latency?: LatencyResult;
   ramp: StepResult[];
   maxPassingN: number;
 }
 
 interface BenchOptions {
-  latencyCalls: number;
   seconds: number;
   ramp: number[];
   clients: number;
-  latency: boolean;
-  rampOn: boolean;
   maxOtherCpu: number;
 }
 
@@ -377,39 +339,31 @@ async function benchStack(stack: string, opts: BenchOptions): Promise<StackResul
   const server = await startServer({ WEBRTC_STACK: stack, MAX_CONCURRENT_CALLS: '1000', LOG_LEVEL: 'warn', STUN_ENABLED: 'false' });
   const result: StackResult = { stack, ramp: [], maxPassingN: 0 };
   try {
-    if (opts.latency) {
-      log(`[${stack}] latency: ${opts.latencyCalls} sequential calls`);
-      result.latency = await measureLatency(server, opts.latencyCalls);
-      log(`[${stack}]   ${JSON.stringify(result.latency)}`);
-      await waitForNoCalls(server, 15_000);
-    }
-    if (opts.rampOn) {
-      for (const n of opts.ramp) {
-        log(`[${stack}] ${n} concurrent echo calls, ${opts.seconds} s window (load ${loadavg().map((l) => l.toFixed(2)).join(' ')})`);
-        let step: StepResult;
-        try {
-          step = await runStep(server, n, opts.seconds, opts.clients);
-          // The machine is shared: a failing step during which other processes used more than
-          // --max-other-cpu % (of one core) is repeated, up to twice, once the load has settled.
-          for (let retry = 1; !step.pass && step.otherCpuPct > opts.maxOtherCpu && retry <= 2; retry++) {
-            log(`[${stack}]   FAIL under outside load (others used ${step.otherCpuPct} % CPU): ${step.why}; repeating (${retry}/2)`);
-            await waitForQuiet(300_000);
-            step = { ...(await runStep(server, n, opts.seconds, opts.clients)), retries: retry };
-          }
-        } catch (err) {
-          // A server that died mid-step (crash, or killed from outside) ends the ramp, with its last words.
-          const died = server.proc.exitCode !== null || server.proc.signalCode !== null;
-          if (!died) throw err;
-          const why = `server exited during the step (code ${server.proc.exitCode}, signal ${server.proc.signalCode})`;
-          log(`[${stack}]   ${why}; its stderr ended with:\n${server.stderr().slice(-3000)}`);
-          result.ramp.push(failedStep(n, why));
-          break;
+    for (const n of opts.ramp) {
+      log(`[${stack}] ${n} concurrent echo calls, ${opts.seconds} s window (load ${loadavg().map((l) => l.toFixed(2)).join(' ')})`);
+      let step: StepResult;
+      try {
+        step = await runStep(server, n, opts.seconds, opts.clients);
+        // The machine is shared: a failing step during which other processes used more than
+        // --max-other-cpu % (of one core) is repeated, up to twice, once the load has settled.
+        for (let retry = 1; !step.pass && step.otherCpuPct > opts.maxOtherCpu && retry <= 2; retry++) {
+          log(`[${stack}]   FAIL under outside load (others used ${step.otherCpuPct} % CPU): ${step.why}; repeating (${retry}/2)`);
+          await waitForQuiet(300_000);
+          step = { ...(await runStep(server, n, opts.seconds, opts.clients)), retries: retry };
         }
-        result.ramp.push(step);
-        log(`[${stack}]   ${step.pass ? 'PASS' : 'FAIL'} ${JSON.stringify(step)}`);
-        if (!step.pass) break;
-        result.maxPassingN = n;
+      } catch (err) {
+        // A server that died mid-step (crash, or killed from outside) ends the ramp, with its last words.
+        const died = server.proc.exitCode !== null || server.proc.signalCode !== null;
+        if (!died) throw err;
+        const why = `server exited during the step (code ${server.proc.exitCode}, signal ${server.proc.signalCode})`;
+        log(`[${stack}]   ${why}; its stderr ended with:\n${server.stderr().slice(-3000)}`);
+        result.ramp.push(failedStep(n, why));
+        break;
       }
+      result.ramp.push(step);
+      log(`[${stack}]   ${step.pass ? 'PASS' : 'FAIL'} ${JSON.stringify(step)}`);
+      if (!step.pass) break;
+      result.maxPassingN = n;
     }
   } finally {
     await stopServer(server, stack);
@@ -434,15 +388,6 @@ function log(line: string): void {
 
 function markdown(results: StackResult[], seconds: number): string {
   const out: string[] = [];
-  const withLatency = results.filter((r) => r.latency);
-  if (withLatency.length) {
-    out.push('| Stack | Calls | Offer → answer p50 / p95 (ms) | Answer → connected p50 / p95 (ms) | Answer → first data-channel event p50 / p95 (ms) |', '|---|---|---|---|---|');
-    for (const r of withLatency) {
-      const l = r.latency!;
-      out.push(`| ${r.stack} | ${l.calls}${l.failed ? ` (+${l.failed} failed)` : ''} | ${l.offerToAnswerMs.p50} / ${l.offerToAnswerMs.p95} | ${l.answerToConnectedMs.p50} / ${l.answerToConnectedMs.p95} | ${l.answerToFirstEventMs.p50} / ${l.answerToFirstEventMs.p95} |`);
-    }
-    out.push('');
-  }
   const withRamp = results.filter((r) => r.ramp.length);
   if (withRamp.length) {
     out.push(
@@ -464,12 +409,9 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       stacks: { type: 'string', default: 'libdatachannel,werift' },
-      'latency-calls': { type: 'string', default: '50' },
       seconds: { type: 'string', default: '60' },
       ramp: { type: 'string', default: '1,5,10,15,20,25,30,35,40,50,60,80,100' },
       clients: { type: 'string', default: '2' },
-      'skip-latency': { type: 'boolean', default: false },
-      'skip-ramp': { type: 'boolean', default: false },
       'max-other-cpu': { type: 'string', default: '25' },
       json: { type: 'string' },
     },
@@ -477,12 +419,9 @@ async function main(): Promise<void> {
   const stacks = values.stacks.split(',').filter(Boolean);
   const opts: BenchOptions = {
     maxOtherCpu: Number(values['max-other-cpu']),
-    latencyCalls: Number(values['latency-calls']),
     seconds: Number(values.seconds),
     ramp: values.ramp.split(',').map(Number).filter((n) => n > 0),
     clients: Math.max(1, Number(values.clients)),
-    latency: !values['skip-latency'],
-    rampOn: !values['skip-ramp'],
   };
   // Bounded: a generous budget for every step; past it the run stops itself.
   const budgetMs = stacks.length * (120_000 + opts.ramp.reduce((a, n) => a + 3 * (opts.seconds * 1000 + WARMUP_MS + 60_000 + 2_000 * n) + 600_000, 0));
