@@ -1,6 +1,5 @@
 // A Parley node: configuration in, HTTP service up, one ready line out, clean shutdown on signals.
 import { destination, pino } from 'pino';
-import { shutdownLibDataChannel } from './calls/peer/libdatachannel.js';
 import type { Config } from './config/env.js';
 import { buildApp } from './http/app.js';
 import { createServices } from './services.js';
@@ -33,13 +32,19 @@ export async function serve(config: Config): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
+    // Whatever hangs (a peer that never closes, the store), the process still leaves.
+    setTimeout(() => {
+      log.error('shutdown took more than 15 s; exiting anyway');
+      process.exit(1);
+    }, 15_000).unref();
     // Drain: no new calls (503), live calls get session.ended and are closed and recorded.
     const drained = services.calls.drain('server_shutdown');
     const closed = app.close();
     await drained;
     await closed;
     await services.close();
-    shutdownLibDataChannel();
+    // Not libdatachannel's cleanup(): it was seen to deadlock the main thread while closing tracks
+    // (beyond the reach of any timer); every peer is closed by now and exit frees the rest.
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));

@@ -248,8 +248,9 @@ export class CallSession {
     this.agent.close();
     this.send({ type: 'session.ended', reason });
     this.finished = (async () => {
-      // Give the goodbye event a moment to leave before the transport goes away.
-      if (this.channel && reason !== 'hangup') await new Promise((r) => setTimeout(r, 100));
+      // The goodbye event gets 100 ms to leave. Never synchronous up to here, so a stack that
+      // reports `closed` from inside peer.close() finds `finished` set and cannot end it twice.
+      await new Promise((r) => setTimeout(r, this.channel && reason !== 'hangup' ? 100 : 0));
       this.peer.close();
       for (const cb of this.endListeners) cb(this);
       this.opts.log.info({ conversation: this.id, state, reason }, 'call ended');

@@ -7,6 +7,8 @@ import { FRAME_SAMPLES, type AudioOut } from '../agent/types.js';
 import { mediaClock, type MediaClock } from './mediaClock.js';
 import { OpusFrameEncoder } from './opusCodec.js';
 
+const MAX_QUEUED_FRAMES = (120 * 1000) / 20;
+
 export class AudioSender implements AudioOut {
   private readonly encoder = new OpusFrameEncoder();
   private readonly queue: Int16Array[] = [];
@@ -56,6 +58,8 @@ export class AudioSender implements AudioOut {
       this.partialLength += n;
       offset += n;
       if (this.partialLength === FRAME_SAMPLES) {
+        // Bounded: past two minutes queued, the oldest audio goes (a writer outpacing real time).
+        if (this.queue.length >= MAX_QUEUED_FRAMES) this.queue.shift();
         this.queue.push(this.partial);
         this.partial = undefined;
         this.partialLength = 0;

@@ -26,26 +26,30 @@ export class MediaClock {
     this.start = performance.now();
     this.ticks = 0;
     const loop = () => {
-      this.ticks++;
-      for (const tick of this.subscribers) {
-        try {
-          tick();
-        } catch {
-          // one call's failure must not stop the others' audio
+      // Run every tick that is due: a callback that comes late (a busy event loop) must not
+      // lose packets, or the stream slows down and its delay grows.
+      let due = Math.floor((performance.now() - this.start) / this.periodMs) - this.ticks;
+      if (due > 10) {
+        // The process stalled for more than 200 ms: resynchronise instead of bursting to catch up.
+        this.start = performance.now() - this.periodMs;
+        this.ticks = 0;
+        due = 1;
+      }
+      for (let i = 0; i < due; i++) {
+        this.ticks++;
+        for (const tick of this.subscribers) {
+          try {
+            tick();
+          } catch {
+            // one call's failure must not stop the others' audio
+          }
         }
       }
       if (!this.subscribers.size) {
         this.timer = undefined;
         return;
       }
-      let due = this.start + (this.ticks + 1) * this.periodMs - performance.now();
-      if (due < -200) {
-        // The process stalled: resynchronise instead of bursting to catch up.
-        this.start = performance.now();
-        this.ticks = 0;
-        due = this.periodMs;
-      }
-      this.timer = setTimeout(loop, Math.max(0, due));
+      this.timer = setTimeout(loop, Math.max(0, this.start + (this.ticks + 1) * this.periodMs - performance.now()));
     };
     this.timer = setTimeout(loop, this.periodMs);
   }

@@ -124,7 +124,3 @@ function advertisePublicIp(sdp: string, publicIp: string): string {
 export function libDataChannelFactory(opts: PeerFactoryOptions): PeerFactory {
   return { name: 'libdatachannel', create: (label) => new LibDataChannelPeer(label, opts) };
 }
-
-export function shutdownLibDataChannel(): void {
-  ndc.cleanup();
-}
