@@ -30,7 +30,12 @@ class TtlMap<T> {
 }
 
 export class ApiKeyCache {
-  private readonly byHash: TtlMap<string | null>;
+  /**
+   * Presented key → key id (null: unknown or revoked). Keyed by the key itself, not its hash: the
+   * peppered HMAC is the costliest step of a cached check, and this memory holds keys only as long
+   * as a request's headers do anyway (bounded, forgotten on invalidate).
+   */
+  private readonly byKey: TtlMap<string | null>;
   private readonly activeById: TtlMap<boolean>;
   private readonly used = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
@@ -40,7 +45,7 @@ export class ApiKeyCache {
     ttlMs: number,
     private readonly flushEveryMs = 5000,
   ) {
-    this.byHash = new TtlMap(ttlMs);
+    this.byKey = new TtlMap(ttlMs);
     this.activeById = new TtlMap(ttlMs);
   }
 
@@ -49,35 +54,52 @@ export class ApiKeyCache {
     this.flushTimer.unref();
   }
 
-  /** The id of the active key `key`, or null. Records the use. */
-  async authenticate(key: string): Promise<string | null> {
+  /**
+   * The answer of this node's cached view, without waiting: the id of the active key `key`, null
+   * (unknown or revoked), or undefined when the store must be asked (`authenticate`). Records the use.
+   */
+  cachedKeyId(key: string): string | null | undefined {
     const now = Date.now();
-    const hash = this.store.hash(key);
-    let id = this.byHash.get(hash, now);
-    if (id === undefined) {
-      id = (await this.store.findActiveByKey(key))?.id ?? null;
-      this.byHash.set(hash, id, now);
-      if (id) this.activeById.set(id, true, now);
-    } else if (id && !(await this.isActive(id))) {
-      id = null;
-    }
-    if (id) this.used.add(id);
+    const id = this.byKey.get(key, now);
+    if (!id) return id;
+    const active = this.activeById.get(id, now);
+    if (active === undefined) return undefined;
+    if (!active) return null;
+    this.used.add(id);
     return id;
   }
 
-  async isActive(id: string): Promise<boolean> {
+  /** The id of the active key `key`, or null. Records the use. */
+  async authenticate(key: string): Promise<string | null> {
+    const cached = this.cachedKeyId(key);
+    if (cached !== undefined) return cached;
+    const id = (await this.store.findActiveByKey(key))?.id ?? null;
     const now = Date.now();
-    let active = this.activeById.get(id, now);
+    this.byKey.set(key, id, now);
+    if (id) {
+      this.activeById.set(id, true, now);
+      this.used.add(id);
+    }
+    return id;
+  }
+
+  /** Whether key `id` is active by this node's cached view, or undefined when the store must be asked. */
+  cachedIsActive(id: string): boolean | undefined {
+    return this.activeById.get(id, Date.now());
+  }
+
+  async isActive(id: string): Promise<boolean> {
+    let active = this.cachedIsActive(id);
     if (active === undefined) {
       active = await this.store.isActive(id);
-      this.activeById.set(id, active, now);
+      this.activeById.set(id, active, Date.now());
     }
     return active;
   }
 
   /** Forget cached state (after a local revocation, or a notice from another node). */
   invalidate(): void {
-    this.byHash.clear();
+    this.byKey.clear();
     this.activeById.clear();
   }
 

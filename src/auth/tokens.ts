@@ -22,6 +22,7 @@ export interface MintedToken {
 }
 
 const CLOCK_SKEW_MS = 5000;
+const VERIFIED_CACHE_SIZE = 10_000;
 
 type Signer = (payload: object) => string;
 type Verifier = (token: string) => TokenClaims;
@@ -29,6 +30,13 @@ type Verifier = (token: string) => TokenClaims;
 export class TokenService {
   private readonly signers = new Map<string, Signer>();
   private readonly verifiers = new Map<string, Verifier>();
+  private readonly kidByHeader = new Map<string, string | null>();
+  /**
+   * Verified tokens by their text: a token is presented a few times (ice-config, calls, retries).
+   * Our own rather than fast-jwt's cache, whose default key is a SHA-256 of the token (about the cost
+   * of verifying it again) and which warns at start when keyed by the token itself.
+   */
+  private readonly verified = new Map<string, TokenClaims>();
 
   constructor(
     private readonly keys: SigningKeyStore,
@@ -59,16 +67,50 @@ export class TokenService {
 
   /** The token's claims, or null for anything not a live token of ours. Never throws. */
   async verify(token: string): Promise<TokenClaims | null> {
-    const kid = readKid(token);
+    const known = this.verifyWithLoadedKeys(token);
+    if (known !== undefined) return known;
+    // Signed with a secret this node has not loaded yet (another node or the CLI rotated): look again.
+    return (await this.keys.reloadIfStale()) ? (this.verifyWithLoadedKeys(token) ?? null) : null;
+  }
+
+  /**
+   * `verify` without waiting: the claims, null, or undefined when the token names a signing key this
+   * node has not loaded (only `verify` may reload the keys).
+   */
+  verifyWithLoadedKeys(token: string): TokenClaims | null | undefined {
+    const hit = this.verified.get(token);
+    if (hit) {
+      if (Date.now() <= hit.exp * 1000 + CLOCK_SKEW_MS) return hit;
+      this.verified.delete(token);
+    }
+    const kid = this.readKid(token);
     if (!kid) return null;
-    let verify = this.verifierFor(kid);
-    if (!verify && (await this.keys.reloadIfStale())) verify = this.verifierFor(kid);
-    if (!verify) return null;
+    const verify = this.verifierFor(kid);
+    if (!verify) return undefined;
+    let claims: TokenClaims;
     try {
-      return verify(token);
+      claims = verify(token);
     } catch {
       return null;
     }
+    // Bounded: the oldest entry makes room (a Map iterates in insertion order).
+    if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.delete(this.verified.keys().next().value!);
+    this.verified.set(token, claims);
+    return claims;
+  }
+
+  /** The `kid` of a compact JWS header, or null; remembered per header (there are few distinct ones). */
+  private readKid(token: string): string | null {
+    const dot = token.indexOf('.');
+    if (dot <= 0 || dot > 1024) return null;
+    const header = token.slice(0, dot);
+    let kid = this.kidByHeader.get(header);
+    if (kid === undefined) {
+      kid = kidOfHeader(header);
+      if (this.kidByHeader.size >= 256) this.kidByHeader.clear();
+      this.kidByHeader.set(header, kid);
+    }
+    return kid;
   }
 
   private verifierFor(kid: string): Verifier | undefined {
@@ -86,9 +128,6 @@ export class TokenService {
         allowedIss: this.opts.issuer,
         clockTolerance: CLOCK_SKEW_MS,
         requiredClaims: ['iss', 'aud', 'sub', 'iat', 'nbf', 'exp', 'jti'],
-        // A token is presented a few times (ice-config, calls, retries): remember verified ones
-        // (bounded LRU; fast-jwt still rejects an entry once its exp passes).
-        cache: 10_000,
       }) as Verifier;
       this.verifiers.set(kid, verify);
     }
@@ -96,12 +135,10 @@ export class TokenService {
   }
 }
 
-/** The `kid` of a compact JWS header, or null when the value is not shaped like one. */
-function readKid(token: string): string | null {
-  const dot = token.indexOf('.');
-  if (dot <= 0 || dot > 1024) return null;
+/** The `kid` of a base64url JWS header, or null when the value is not shaped like one. */
+function kidOfHeader(encoded: string): string | null {
   try {
-    const header = JSON.parse(Buffer.from(token.slice(0, dot), 'base64url').toString('utf8')) as unknown;
+    const header = JSON.parse(Buffer.from(encoded, 'base64url').toString('utf8')) as unknown;
     if (header && typeof header === 'object' && 'kid' in header && typeof header.kid === 'string') return header.kid;
   } catch {
     // not a JWT

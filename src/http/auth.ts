@@ -1,5 +1,7 @@
 // Bearer authentication for the two credential kinds: the permanent API key and the ephemeral token.
-import type { FastifyReply, FastifyRequest } from 'fastify';
+// The hooks are callback-style and answer synchronously from the node's caches (the common case);
+// only a cache miss waits for the store.
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { looksLikeApiKey } from '../auth/apiKeys.js';
 import type { TokenClaims } from '../auth/tokens.js';
 import type { Services } from '../services.js';
@@ -12,6 +14,8 @@ declare module 'fastify' {
   }
 }
 
+type Hook = (req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void;
+
 /** The credential of `Authorization: Bearer <credential>` (scheme case-insensitive, RFC 6750), or null. */
 export function bearerCredential(header: string | undefined): string | null {
   if (!header) return null;
@@ -20,44 +24,58 @@ export function bearerCredential(header: string | undefined): string | null {
 }
 
 /** client-secrets: a live API key, else 401 with the nested error object. */
-export function requireApiKey(services: Services) {
-  return async (req: FastifyRequest, _reply: FastifyReply) => {
+export function requireApiKey(services: Services): Hook {
+  return (req, _reply, done) => {
     const credential = bearerCredential(req.headers.authorization);
-    const id = credential && looksLikeApiKey(credential) ? await services.keyCache.authenticate(credential) : null;
-    if (!id) throw new HttpError(401, nestedApiKeyError());
-    req.apiKeyId = id;
+    if (!credential || !looksLikeApiKey(credential)) return done(new HttpError(401, nestedApiKeyError()));
+    withApiKey(services, credential, (id) => {
+      if (!id) return done(new HttpError(401, nestedApiKeyError()));
+      req.apiKeyId = id;
+      done();
+    }, done);
   };
 }
 
 /** ice-config and calls: no bearer credential is 403; anything but a live token of ours is 401. */
-export function requireToken(services: Services) {
-  return async (req: FastifyRequest, _reply: FastifyReply) => {
-    const claims = await verifiedToken(services, req);
-    req.token = claims;
-    req.apiKeyId = claims.sub;
+export function requireToken(services: Services): Hook {
+  return (req, _reply, done) => {
+    const credential = bearerCredential(req.headers.authorization);
+    if (!credential) return done(new HttpError(403, shapeA(MESSAGES.notAuthenticated)));
+    withToken(services, credential, (claims) => {
+      if (!claims) return done(new HttpError(401, shapeA(MESSAGES.invalidToken)));
+      req.token = claims;
+      req.apiKeyId = claims.sub;
+      done();
+    }, done);
   };
 }
 
 /** Catalogue reads: either a live token or a live API key. */
-export function requireTokenOrApiKey(services: Services) {
-  return async (req: FastifyRequest, _reply: FastifyReply) => {
+export function requireTokenOrApiKey(services: Services): Hook {
+  const apiKey = requireApiKey(services);
+  const token = requireToken(services);
+  return (req, reply, done) => {
     const credential = bearerCredential(req.headers.authorization);
-    if (credential && looksLikeApiKey(credential)) {
-      const id = await services.keyCache.authenticate(credential);
-      if (!id) throw new HttpError(401, nestedApiKeyError());
-      req.apiKeyId = id;
-      return;
-    }
-    req.token = await verifiedToken(services, req);
-    req.apiKeyId = req.token.sub;
+    return credential && looksLikeApiKey(credential) ? apiKey(req, reply, done) : token(req, reply, done);
   };
 }
 
-async function verifiedToken(services: Services, req: FastifyRequest): Promise<TokenClaims> {
-  const credential = bearerCredential(req.headers.authorization);
-  if (!credential) throw new HttpError(403, shapeA(MESSAGES.notAuthenticated));
-  const claims = await services.tokens.verify(credential);
+/** Calls `then` with the key's id (null: not a live key), synchronously when the cache knows it. */
+function withApiKey(services: Services, key: string, then: (id: string | null) => void, fail: (err: Error) => void): void {
+  const cached = services.keyCache.cachedKeyId(key);
+  if (cached !== undefined) return then(cached);
+  services.keyCache.authenticate(key).then(then, fail);
+}
+
+/** Calls `then` with the claims of a live token of ours (null otherwise), synchronously when it can. */
+function withToken(services: Services, token: string, then: (claims: TokenClaims | null) => void, fail: (err: Error) => void): void {
+  const claims = services.tokens.verifyWithLoadedKeys(token);
+  if (claims === null) return then(null);
   // A revoked key's tokens die with it.
-  if (!claims || !(await services.keyCache.isActive(claims.sub))) throw new HttpError(401, shapeA(MESSAGES.invalidToken));
-  return claims;
+  const active = claims && services.keyCache.cachedIsActive(claims.sub);
+  if (claims && active !== undefined) return then(active ? claims : null);
+  void (async () => {
+    const verified = claims ?? (await services.tokens.verify(token));
+    return verified && (await services.keyCache.isActive(verified.sub)) ? verified : null;
+  })().then(then, fail);
 }

@@ -80,13 +80,13 @@ export const demoRoutes = (services: Services): FastifyPluginAsync => async (app
       headers: { authorization: `Bearer ${await demoKey.key()}`, 'content-type': 'application/json' },
     });
     if (secrets.statusCode !== 200) {
-      req.log.warn({ status: secrets.statusCode, key: demoKey.source }, 'demo: client-secrets refused the demo key');
+      req.log.warn({ reqId: req.id, status: secrets.statusCode, key: demoKey.source }, 'demo: client-secrets refused the demo key');
       throw new HttpError(502, shapeA('The demo could not get a token: the server refused its API key.', 'demo_unavailable'));
     }
     const ephemeralToken = (secrets.json() as { ephemeral_token: string }).ephemeral_token;
     const ice = await app.inject({ method: 'GET', url: '/v1/realtime/ice-config', headers: { authorization: `Bearer ${ephemeralToken}` } });
     if (ice.statusCode !== 200) {
-      req.log.warn({ status: ice.statusCode }, 'demo: ice-config refused the demo token');
+      req.log.warn({ reqId: req.id, status: ice.statusCode }, 'demo: ice-config refused the demo token');
       throw new HttpError(502, shapeA('The demo could not get its ICE configuration.', 'demo_unavailable'));
     }
     const { iceServers } = ice.json() as { iceServers: unknown[] };

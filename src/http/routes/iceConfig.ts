@@ -15,6 +15,6 @@ export const iceConfigRoutes = (services: Services): FastifyPluginAsync => async
         response: { 200: IceConfigResponse, 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' } },
       },
     },
-    async (req) => ({ iceServers: buildIceServers(services.ice, req.token!.jti) }),
+    (req) => ({ iceServers: buildIceServers(services.ice, req.token!.jti) }),
   );
 };
