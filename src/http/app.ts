@@ -54,7 +54,19 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
     }
   });
 
-  // A POST with no body at all (no Content-Type either) is the same as an empty one.
+  // A request without a body has nothing to parse, whatever Content-Type it names (the server SDK
+  // sends `Content-Type: application/json` with no body): forgetting the type lets Fastify skip the
+  // body reader, which otherwise waits a turn of the event loop for the stream's end.
+  app.addHook('onRequest', (req, _reply, done) => {
+    const headers = req.raw.headers;
+    if (headers['content-type'] !== undefined && headers['transfer-encoding'] === undefined) {
+      const length = headers['content-length'];
+      if (length === undefined || length === '0') headers['content-type'] = undefined;
+    }
+    done();
+  });
+
+  // A POST with no body at all is the same as an empty one.
   app.addHook('preValidation', (req, _reply, done) => {
     if (req.method === 'POST' && req.body == null) req.body = {};
     done();
