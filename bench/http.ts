@@ -1,7 +1,8 @@
 // HTTP throughput and latency of client-secrets and ice-config at 50 connections (autocannon), side
 // by side with a bare node:http server answering a constant JSON body: the ceiling on this machine.
 // Everything runs on 127.0.0.1: a real Parley process (production-like settings, its own temporary
-// data directory), the ceiling in a second process, autocannon in this one.
+// data directory), the ceiling in a second process, a reference (node:http minting a token with
+// fast-jwt and nothing else) in a third, autocannon in this one.
 //
 //   node --import tsx bench/http.ts                      # 10 s per endpoint after a 2 s warm-up
 //   node --import tsx bench/http.ts --rounds 3           # repeat, then the median of each column
@@ -35,6 +36,7 @@ for (const [name, v] of Object.entries({ seconds, warmup, connections, rounds })
 }
 
 const TARGET_PCT = 50;
+const REFERENCE = 'reference: node:http + fast-jwt mint only';
 const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ: the unit of /proc CPU times
 
 // The ceiling: node:http answering a constant JSON body shaped like a token response.
@@ -43,14 +45,29 @@ const body = JSON.stringify({ ephemeral_token: 'x'.repeat(300), token_type: 'bea
 require('node:http').createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(body); }); })
   .listen(0, '127.0.0.1', function () { console.log('ceiling ready at http://127.0.0.1:' + this.address().port); });`;
 
-async function startCeiling(): Promise<{ url: string; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, ['-e', CEILING_SOURCE], { stdio: ['ignore', 'pipe', 'inherit'] });
+// A reference, not a target: node:http minting a token per request with the same library and claims
+// as client-secrets, and nothing else (no routing, authentication, validation or schemas). It shows
+// what minting alone costs against the ceiling on this machine.
+const MINT_ONLY_SOURCE = `
+const { createSigner } = require('fast-jwt');
+const { randomBytes, randomUUID } = require('node:crypto');
+const sign = createSigner({ key: randomBytes(32), algorithm: 'HS256', kid: 'sk-reference' });
+require('node:http').createServer((req, res) => { req.resume(); req.on('end', () => {
+  const iat = Math.floor(Date.now() / 1000);
+  const token = sign({ iss: 'parley', aud: 'parley-realtime', sub: 'key_reference0000', iat, nbf: iat, exp: iat + 120, jti: randomUUID() });
+  const body = JSON.stringify({ ephemeral_token: token, token_type: 'bearer', expires_at: new Date((iat + 120) * 1000).toISOString(), ephemeralToken: token, ttl: 120 });
+  res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }); res.end(body); }); })
+  .listen(0, '127.0.0.1', function () { console.log('reference ready at http://127.0.0.1:' + this.address().port); });`;
+
+async function startNodeServer(source: string): Promise<{ url: string; proc: ChildProcess }> {
+  // cwd: the project, so the reference server's require('fast-jwt') finds our dependency.
+  const proc = spawn(process.execPath, ['-e', source], { cwd: new URL('..', import.meta.url), stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
     proc.stdout!.on('data', (d) => {
       const m = /(http:\/\/\S+)/.exec(String(d));
       if (m) resolve(m[1]!);
     });
-    proc.on('exit', (code) => reject(new Error(`ceiling server exited with ${code}`)));
+    proc.on('exit', (code) => reject(new Error(`node:http server exited with ${code}`)));
   });
   return { url, proc };
 }
@@ -149,12 +166,18 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
-const ceiling = await startCeiling();
+const ceiling = await startNodeServer(CEILING_SOURCE);
+const mintOnly = await startNodeServer(MINT_ONLY_SOURCE);
 const server = await startServer({ LOG_LEVEL: 'warn' });
-const pids = [server.proc.pid!, ceiling.proc.pid!];
+const pids = [server.proc.pid!, ceiling.proc.pid!, mintOnly.proc.pid!];
 try {
   const targets: Target[] = [
     { name: 'node:http constant JSON (ceiling)', pid: ceiling.proc.pid!, options: async () => ({ url: ceiling.url, method: 'POST' }) },
+    {
+      name: REFERENCE,
+      pid: mintOnly.proc.pid!,
+      options: async () => ({ url: mintOnly.url, method: 'POST', headers: { 'content-type': 'application/json' } }),
+    },
     {
       name: 'POST /v1/realtime/client-secrets',
       pid: server.proc.pid!,
@@ -193,11 +216,12 @@ try {
     };
   });
   if (rounds > 1) printTable(`median of ${rounds} rounds (non-2xx and errors: totals)`, summary);
-  const misses = summary.slice(1).filter((r) => (100 * r.rps) / summary[0]!.rps < TARGET_PCT || r.non2xx > 0 || r.errors > 0);
+  const misses = summary.slice(1).filter((r) => r.name !== REFERENCE).filter((r) => (100 * r.rps) / summary[0]!.rps < TARGET_PCT || r.non2xx > 0 || r.errors > 0);
   console.log(
     `\ntarget (each endpoint >= ${TARGET_PCT} % of the ceiling, zero non-2xx): ${misses.length ? `missed by ${misses.map((r) => r.name).join(', ')}` : 'met'}`,
   );
 } finally {
   ceiling.proc.kill();
+  mintOnly.proc.kill();
   await server.stop();
 }
