@@ -2,6 +2,7 @@
 // loopback only, and marks when it posted the offer, got the answer, connected and heard the server.
 import wrtc from '@roamhq/wrtc';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { waitFor } from '../../test/helpers/rtcClient.ts';
 import { http } from '../../test/helpers/server.ts';
 
 const { RTCPeerConnection } = wrtc as any;
@@ -12,19 +13,6 @@ export interface PlacedCall {
   conversationId: string;
   /** performance.now() marks: POST sent, answer received, connected, first server event. */
   marks: { post: number; answer: number; connected: number; firstEvent: number };
-}
-
-export function waitFor(check: () => boolean, subscribe: (cb: () => void) => void, timeoutMs: number, what: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (check()) return resolve();
-    const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), timeoutMs);
-    subscribe(() => {
-      if (check()) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-  });
 }
 
 /** Only the 127.0.0.1 UDP candidates: the benchmark stays on loopback. */

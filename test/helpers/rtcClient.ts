@@ -34,7 +34,8 @@ export interface RtcClient {
   close(): void;
 }
 
-function waitFor(check: () => boolean, subscribe: (cb: () => void) => void, timeoutMs: number, what: string): Promise<void> {
+/** Resolves once `check()` holds, re-checking whenever `subscribe`'s callback fires. */
+export function waitFor(check: () => boolean, subscribe: (cb: () => void) => void, timeoutMs: number, what: string): Promise<void> {
   return new Promise((resolve, reject) => {
     if (check()) return resolve();
     const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), timeoutMs);
