@@ -10,11 +10,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { resampleTo48k } from '../src/agent/audio/resample.ts';
-import { readWav } from '../src/agent/audio/wav.ts';
-import { FRAME_SAMPLES, type AgentEvent, type AudioOut } from '../src/agent/types.ts';
+import { resampleTo48k } from '../src/media/audio/resample.ts';
+import { readWav } from '../src/media/audio/wav.ts';
+import type { AgentEvent } from '../src/agent/types.ts';
+import { FRAME_SAMPLES, type AudioOut } from '../src/media/audio/format.ts';
 import { createVoiceAgentFactory } from '../src/agent/voiceAgent.ts';
-import { effectiveParams } from '../src/calls/sessionParams.ts';
+import { effectiveParams } from '../src/session/params.ts';
 import { loadConfig } from '../src/config/env.ts';
 
 const arg = (name: string, fallback: string) => (process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1]! : fallback);
@@ -69,8 +70,9 @@ class PacedAudioOut implements AudioOut {
   get queuedMs(): number {
     return this.queued / 48;
   }
-  onDrained(cb: () => void): void {
+  onDrained(cb: () => void): () => void {
     this.drainedCbs.push(cb);
+    return () => (this.drainedCbs = this.drainedCbs.filter((c) => c !== cb));
   }
   private tick(): void {
     if (!this.queued) return;

@@ -8,7 +8,7 @@ import { TokenService } from './auth/tokens.js';
 import { createAgents } from './agent/agents.js';
 import type { AgentRegistry } from './agent/registry.js';
 import { CallManager } from './calls/callManager.js';
-import { Metrics } from './http/metrics.js';
+import { Metrics } from './observability/metrics.js';
 import { libDataChannelFactory } from './calls/peer/libdatachannel.js';
 import { weriftFactory } from './calls/peer/werift.js';
 import type { PeerFactory } from './calls/peer/types.js';

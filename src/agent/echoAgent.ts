@@ -1,7 +1,7 @@
 // The built-in `audio-echo` agent: plays the caller's audio back after a short delay. For tests and
 // for measuring the media path's latency without any speech processing in the way.
+import { FRAME_SAMPLES } from '../media/audio/format.js';
 import type { Agent, AgentContext, AgentFactory } from './types.js';
-import { FRAME_SAMPLES } from './types.js';
 
 export class EchoAgent implements Agent {
   private primed = false;

@@ -1,7 +1,7 @@
 // Picks the agent behind a call from params.model: each catalogue model runs one engine.
-import { MODELS } from './catalog.js';
+import { MODELS } from '../session/catalog.js';
 import type { Agent, AgentContext, AgentFactory } from './types.js';
-import type { SessionParams } from '../calls/sessionParams.js';
+import type { SessionParams } from '../session/params.js';
 
 /** Answers every turn with an error event: an engine the operator has not made available. */
 class UnavailableAgent implements Agent {

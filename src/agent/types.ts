@@ -1,24 +1,11 @@
 // The narrow interface between a call and whatever talks on the server side.
-// Audio is 48 kHz mono signed 16-bit PCM in 20 ms frames (960 samples) both ways.
-import type { SessionParams } from '../calls/sessionParams.js';
-
-export const SAMPLE_RATE = 48_000;
-export const FRAME_SAMPLES = 960;
+// Audio is 48 kHz mono signed 16-bit PCM in 20 ms frames (960 samples) both ways (media/audio/format.ts).
+import type { AudioOut } from '../media/audio/format.js';
+import type { VideoFrameInfo } from '../media/videoReceiver.js';
+import type { SessionParams } from '../session/params.js';
 
 /** Events an agent sends to the client (serialised as JSON on the data channel, `type` field). */
 export type AgentEvent = { type: string } & Record<string, unknown>;
-
-/** Where an agent's speech goes: a queue the call drains at 20 ms per frame onto the RTP stream. */
-export interface AudioOut {
-  /** Queues PCM (any length; split into 20 ms frames). */
-  write(pcm: Int16Array): void;
-  /** Drops everything queued and not yet sent (barge-in). Returns the milliseconds dropped. */
-  clear(): number;
-  /** Milliseconds of audio queued and not yet sent. */
-  readonly queuedMs: number;
-  /** Called once each time the queue runs dry after audio was written. */
-  onDrained(cb: () => void): void;
-}
 
 export interface ConversationTurn {
   role: 'user' | 'assistant';
@@ -34,14 +21,6 @@ export interface AgentContext {
   history: ConversationTurn[];
   /** Persists a turn when the session keeps history. */
   recordTurn(turn: ConversationTurn): void;
-}
-
-export interface VideoFrameInfo {
-  codec: string;
-  /** The frame as received (depacketised payload), for agents that decode it. */
-  payload: Buffer;
-  timestamp: number;
-  keyframe: boolean;
 }
 
 export interface Agent {

@@ -1,6 +1,6 @@
 // The voice agent: a chain of small stages — turn detection (VAD + end-of-turn silence), speech to
 // text, reply generation, text to speech — with barge-in and the session's events and history.
-import { downsample48kTo16k } from './audio/resample.js';
+import { downsample48kTo16k } from '../media/audio/resample.js';
 import { echoModel } from './llm/echo.js';
 import { offlineModel } from './llm/offline.js';
 import { openAiCompatibleModel } from './llm/openaiCompatible.js';
@@ -12,7 +12,7 @@ import { HttpSynthesizer } from './tts/httpSynthesizer.js';
 import { LocalSynthesizer, type SpeechSynthesizer } from './tts/synthesizer.js';
 import type { Agent, AgentContext, AgentFactory, ConversationTurn } from './types.js';
 import { WebRtcVad } from './vad/webrtcVad.js';
-import type { SessionParams } from '../calls/sessionParams.js';
+import type { SessionParams } from '../session/params.js';
 import type { Config } from '../config/env.js';
 
 /** Text spoken by a catalogue voice with the local engines, 48 kHz mono. */

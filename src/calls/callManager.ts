@@ -2,12 +2,12 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { AgentFactory, ConversationTurn } from '../agent/types.js';
 import { randomId } from '../auth/ids.js';
-import type { Metrics } from '../http/metrics.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { ConversationStore } from '../storage/conversations.js';
 import { CallSession, type CallTimeouts } from './callSession.js';
 import type { PeerFactory, RemoteCandidate } from './peer/types.js';
 import type { OfferPlan } from './sdpOffer.js';
-import type { SessionParams } from './sessionParams.js';
+import type { SessionParams } from '../session/params.js';
 
 export interface CallRequest {
   apiKeyId: string;

@@ -10,8 +10,8 @@ import { VideoReceiver } from '../media/videoReceiver.js';
 import type { ConversationStore } from '../storage/conversations.js';
 import type { MessageChannel, PeerState, ServerPeer } from './peer/types.js';
 import type { OfferPlan } from './sdpOffer.js';
-import type { SessionParams } from './sessionParams.js';
-import { applySessionUpdate } from './sessionUpdate.js';
+import type { SessionParams } from '../session/params.js';
+import { applySessionUpdate } from '../session/update.js';
 
 export type CallState = 'connecting' | 'active' | 'ended' | 'failed';
 

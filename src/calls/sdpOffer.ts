@@ -1,10 +1,6 @@
 // Reads a client's SDP offer into what the server's peer needs, or says plainly why it cannot be used.
 import { parse } from 'sdp-transform';
-
-export interface VideoCodec {
-  payloadType: number;
-  name: 'VP8' | 'H264';
-}
+import type { VideoCodec } from '../media/videoReceiver.js';
 
 export interface OfferPlan {
   audioMid: string;

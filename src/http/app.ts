@@ -4,7 +4,7 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance } from 
 import type { Services } from '../services.js';
 import { registerCors } from './cors.js';
 import { HttpError, MESSAGES, ShapeA, ShapeB, ValidationFailure, shapeA } from './errors.js';
-import { jsonInvalid, toPydanticDetail } from './pydantic.js';
+import { jsonInvalid, toPydanticDetail } from '../session/validation.js';
 import { callRoutes } from './routes/calls.js';
 import { catalogRoutes } from './routes/catalog.js';
 import { conversationRoutes } from './routes/conversations.js';

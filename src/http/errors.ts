@@ -1,6 +1,7 @@
 // The contract's two error shapes. Shape A wraps 4xx auth/limit errors; Shape B is pydantic v2's
 // validation error list, which FastAPI-era clients parse.
 import { Type, type Static } from '@sinclair/typebox';
+import { ValidationDetail, type ValidationDetailBody } from '../session/validation.js';
 
 export const ShapeAInner = Type.Object({
   message: Type.String(),
@@ -23,14 +24,6 @@ export const ShapeA = Type.Object(
 );
 export type ShapeABody = Static<typeof ShapeA>;
 
-export const ValidationDetail = Type.Object({
-  type: Type.String(),
-  loc: Type.Array(Type.Union([Type.String(), Type.Integer()])),
-  msg: Type.String(),
-  input: Type.Unknown(),
-  ctx: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-});
-export type ValidationDetailBody = Static<typeof ValidationDetail>;
 
 export const ShapeB = Type.Object(
   { detail: Type.Array(ValidationDetail) },

@@ -1,9 +1,8 @@
 // Request and response schemas: the single source for validation, TypeScript types and OpenAPI.
 import { Type, type Static } from '@sinclair/typebox';
-import { MODALITIES, MODELS, VOICES } from '../agent/catalog.js';
+import { CallParams } from '../session/params.js';
 
 export const MAX_CANDIDATES = 64;
-export const MAX_INSTRUCTIONS = 32 * 1024;
 export const BODY_LIMIT = 256 * 1024;
 
 export const ClientSecretsBody = Type.Object({}, { additionalProperties: false, description: 'Empty: no fields are accepted.' });
@@ -33,27 +32,6 @@ export const Candidate = Type.Object({
 });
 export type CandidateInput = Static<typeof Candidate>;
 
-/** A string from a fixed set; one `enum` keyword so a wrong value yields one error naming the choices. */
-const StringEnum = <T extends string>(values: readonly T[], description?: string) =>
-  Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
-
-const nullableString = (opts: { maxLength: number; description: string }) =>
-  Type.Unsafe<string | null>({ type: ['string', 'null'], ...opts });
-
-export const CallParams = Type.Object(
-  {
-    voice: Type.Optional(StringEnum(VOICES.map((v) => v.name), 'Voice name; see GET /v1/realtime/voices.')),
-    model: Type.Optional(StringEnum(MODELS.map((m) => m.id), 'Model id; see GET /v1/realtime/models.')),
-    temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
-    return_transcription: Type.Optional(Type.Boolean()),
-    instructions: Type.Optional(nullableString({ maxLength: MAX_INSTRUCTIONS, description: 'System/persona instructions.' })),
-    modalities: Type.Optional(Type.Array(StringEnum(MODALITIES), { maxItems: 2 })),
-    history: Type.Optional(Type.Boolean()),
-    conversation_id: Type.Optional(Type.String({ maxLength: 64, description: 'Extension: resume this conversation (needs history).' })),
-  },
-  { description: 'Session parameters; unknown fields are ignored.' },
-);
-export type CallParamsInput = Static<typeof CallParams>;
 
 export const CallsBody = Type.Object({
   offer: Type.Object({

@@ -1,7 +1,7 @@
 // The caller's voice in: SRTP-decrypted RTP from the stack → reordering buffer → Opus decode →
 // 20 ms PCM frames for the agent, with the reception statistics RTCP reports need.
 import { RtcpPacketConverter, RtcpReceiverInfo, RtcpSrPacket, RtpPacket, isRtcp } from 'werift-rtp';
-import { FRAME_SAMPLES } from '../agent/types.js';
+import { FRAME_SAMPLES } from './audio/format.js';
 import { JitterBuffer } from './jitterBuffer.js';
 import { OpusFrameDecoder, SILENT_FRAME } from './opusCodec.js';
 

@@ -3,7 +3,7 @@
 // first packet of each talk spurt.
 import { randomInt } from 'node:crypto';
 import { RtpHeader, RtpPacket } from 'werift-rtp';
-import { FRAME_SAMPLES, type AudioOut } from '../agent/types.js';
+import { FRAME_SAMPLES, type AudioOut } from './audio/format.js';
 import { mediaClock, type MediaClock } from './mediaClock.js';
 import { OpusFrameEncoder } from './opusCodec.js';
 
@@ -18,7 +18,7 @@ export class AudioSender implements AudioOut {
   private readonly tsBase = randomInt(0, 0x7fffffff);
   private ticks = 0;
   private talking = false;
-  private drainedCallbacks: (() => void)[] = [];
+  private readonly drainedCallbacks = new Set<() => void>();
   private unsubscribe: (() => void) | undefined;
   packets = 0;
   octets = 0;
@@ -78,8 +78,9 @@ export class AudioSender implements AudioOut {
     return dropped;
   }
 
-  onDrained(cb: () => void): void {
-    this.drainedCallbacks.push(cb);
+  onDrained(cb: () => void): () => void {
+    this.drainedCallbacks.add(cb);
+    return () => this.drainedCallbacks.delete(cb);
   }
 
   private tick(): void {

@@ -1,6 +1,6 @@
 // Opus for one mono 48 kHz voice stream (libopus through @evan/opus's native binding).
 import { Decoder, Encoder } from '@evan/opus';
-import { FRAME_SAMPLES, SAMPLE_RATE } from '../agent/types.js';
+import { FRAME_SAMPLES, SAMPLE_RATE } from './audio/format.js';
 
 export class OpusFrameEncoder {
   private readonly encoder = new Encoder({ channels: 1, sample_rate: SAMPLE_RATE, application: 'voip' });

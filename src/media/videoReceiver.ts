@@ -1,8 +1,20 @@
 // The caller's camera in: RTP packets grouped into frames (by timestamp, closed by the marker bit),
 // VP8 payload descriptors removed, handed to the agent as raw encoded frames.
 import { RtpPacket, Vp8RtpPayload, isRtcp } from 'werift-rtp';
-import type { VideoFrameInfo } from '../agent/types.js';
-import type { VideoCodec } from '../calls/sdpOffer.js';
+
+/** A video codec the offer names, with its payload type. */
+export interface VideoCodec {
+  payloadType: number;
+  name: 'VP8' | 'H264';
+}
+
+export interface VideoFrameInfo {
+  codec: VideoCodec['name'];
+  /** The frame as received (depacketised payload), for agents that decode it. */
+  payload: Buffer;
+  timestamp: number;
+  keyframe: boolean;
+}
 
 const MAX_FRAME_BYTES = 2 * 1024 * 1024;
 

@@ -1,6 +1,6 @@
 // Speech-to-text through an OpenAI-compatible `/v1/audio/transcriptions` endpoint (STT_URL): the
 // turn's audio is collected and sent as one WAV file when the turn ends.
-import { encodeWav } from '../audio/wav.js';
+import { encodeWav } from '../../media/audio/wav.js';
 import type { SpeechRecognizer, Utterance } from './recognizer.js';
 
 export interface HttpRecognizerOptions {

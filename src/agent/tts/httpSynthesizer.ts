@@ -1,6 +1,6 @@
 // Text-to-speech through an OpenAI-compatible `/v1/audio/speech` endpoint (TTS_URL), WAV back.
-import { resampleTo48k } from '../audio/resample.js';
-import { readWav } from '../audio/wav.js';
+import { resampleTo48k } from '../../media/audio/resample.js';
+import { readWav } from '../../media/audio/wav.js';
 import { speakableText, type SpeechSynthesizer } from './synthesizer.js';
 
 export interface HttpSynthesizerOptions {

@@ -5,8 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readWav } from '../audio/wav.js';
-import { resampleTo48k } from '../audio/resample.js';
+import { readWav } from '../../media/audio/wav.js';
+import { resampleTo48k } from '../../media/audio/resample.js';
 import { localVoice } from './voices.js';
 
 export interface SpeechSynthesizer {

@@ -1,7 +1,7 @@
 // Every catalogue voice mapped to a local voice of its language and gender. English speaks with
 // flite (clearer); the others with espeak-ng. Voices that share an engine voice differ in pitch and
 // rate, so no two catalogue names sound the same.
-import { VOICES, type VoiceInfo } from '../catalog.js';
+import { VOICES, type VoiceInfo } from '../../session/catalog.js';
 
 export type LocalVoice =
   | { engine: 'flite'; voice: string; pitchHz: number; stretch: number }

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { CallCapacityExceeded, OfferRejected } from '../../calls/callManager.js';
 import { readOffer } from '../../calls/sdpOffer.js';
-import { effectiveParams } from '../../calls/sessionParams.js';
+import { effectiveParams } from '../../session/params.js';
 import type { Services } from '../../services.js';
 import { requireToken } from '../auth.js';
 import { HttpError, ValidationFailure, shapeA } from '../errors.js';

@@ -1,6 +1,6 @@
 // GET /v1/realtime/models and /v1/realtime/voices: what params.model and params.voice accept.
 import type { FastifyPluginAsync } from 'fastify';
-import { DEFAULT_MODEL, DEFAULT_VOICE, MODELS, VOICES } from '../../agent/catalog.js';
+import { DEFAULT_MODEL, DEFAULT_VOICE, MODELS, VOICES } from '../../session/catalog.js';
 import type { Services } from '../../services.js';
 import { requireTokenOrApiKey } from '../auth.js';
 import { ModelsResponse, VoicesResponse } from '../schemas.js';

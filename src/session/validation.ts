@@ -1,6 +1,16 @@
-// Translates Ajv's errors into pydantic v2's wording, so clients see the contract's Shape B.
+// Pydantic v2's validation-error entries (the contract's Shape B), and the translation of Ajv's errors
+// into their wording: the same shapes on HTTP (422) and on the data channel (error events).
+import { Type, type Static } from '@sinclair/typebox';
 import type { ErrorObject } from 'ajv';
-import type { ValidationDetailBody } from './errors.js';
+
+export const ValidationDetail = Type.Object({
+  type: Type.String(),
+  loc: Type.Array(Type.Union([Type.String(), Type.Integer()])),
+  msg: Type.String(),
+  input: Type.Unknown(),
+  ctx: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+});
+export type ValidationDetailBody = Static<typeof ValidationDetail>;
 
 const LOC_ROOT: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };
 

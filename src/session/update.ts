@@ -1,10 +1,10 @@
 // Validation of `session.update` from the data channel with the same schema and wording as HTTP.
 import { Type } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
-import type { ValidationDetailBody } from '../http/errors.js';
-import { toPydanticDetail } from '../http/pydantic.js';
-import { CallParams } from '../http/schemas.js';
-import type { SessionParams } from './sessionParams.js';
+import type { ValidationDetailBody } from './validation.js';
+import { toPydanticDetail } from './validation.js';
+import { CallParams } from './params.js';
+import type { SessionParams } from './params.js';
 
 const { voice, model, temperature, return_transcription, instructions, modalities } = CallParams.properties;
 const SessionUpdate = Type.Object({ voice, model, temperature, return_transcription, instructions, modalities });

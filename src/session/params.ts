@@ -1,0 +1,52 @@
+// A call's session parameters: their schema (the single source for HTTP `params`, `session.update`
+// and OpenAPI) and the effective values, what the client sent with defaults filled in.
+import { Type, type Static } from '@sinclair/typebox';
+import { DEFAULT_MODEL, DEFAULT_TEMPERATURE, DEFAULT_VOICE, MODALITIES, MODELS, VOICES, type Modality } from './catalog.js';
+
+export const MAX_INSTRUCTIONS = 32 * 1024;
+
+/** A string from a fixed set; one `enum` keyword so a wrong value yields one error naming the choices. */
+const StringEnum = <T extends string>(values: readonly T[], description?: string) =>
+  Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
+
+const nullableString = (opts: { maxLength: number; description: string }) =>
+  Type.Unsafe<string | null>({ type: ['string', 'null'], ...opts });
+
+export const CallParams = Type.Object(
+  {
+    voice: Type.Optional(StringEnum(VOICES.map((v) => v.name), 'Voice name; see GET /v1/realtime/voices.')),
+    model: Type.Optional(StringEnum(MODELS.map((m) => m.id), 'Model id; see GET /v1/realtime/models.')),
+    temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
+    return_transcription: Type.Optional(Type.Boolean()),
+    instructions: Type.Optional(nullableString({ maxLength: MAX_INSTRUCTIONS, description: 'System/persona instructions.' })),
+    modalities: Type.Optional(Type.Array(StringEnum(MODALITIES), { maxItems: 2 })),
+    history: Type.Optional(Type.Boolean()),
+    conversation_id: Type.Optional(Type.String({ maxLength: 64, description: 'Extension: resume this conversation (needs history).' })),
+  },
+  { description: 'Session parameters; unknown fields are ignored.' },
+);
+export type CallParamsInput = Static<typeof CallParams>;
+
+
+export interface SessionParams {
+  voice: string;
+  model: string;
+  temperature: number;
+  return_transcription: boolean;
+  instructions: string | null;
+  modalities: Modality[];
+  history: boolean;
+}
+
+/** The existing clients' own defaults, so a bare `params: {}` behaves like a default client. */
+export function effectiveParams(input: CallParamsInput): SessionParams {
+  return {
+    voice: input.voice ?? DEFAULT_VOICE,
+    model: input.model ?? DEFAULT_MODEL,
+    temperature: input.temperature ?? DEFAULT_TEMPERATURE,
+    return_transcription: input.return_transcription ?? false,
+    instructions: input.instructions ?? null,
+    modalities: input.modalities ? [...new Set(input.modalities)] : ['audio', 'video'],
+    history: input.history ?? true,
+  };
+}
