@@ -218,8 +218,12 @@ export class VoiceAgent implements Agent {
     };
 
     try {
-      for await (const delta of this.model.reply({ text: userText, history, instructions: this.params.instructions, temperature: this.params.temperature, signal })) {
+      const messages = [...history.map((t) => ({ role: t.role, content: t.text })), { role: 'user' as const, content: userText }];
+      const request = { messages, instructions: this.params.instructions, temperature: this.params.temperature, tools: [], toolChoice: 'auto' as const, signal };
+      for await (const chunk of this.model.reply(request)) {
         if (signal.aborted) return;
+        if (chunk.type !== 'text') continue;
+        const delta = chunk.delta;
         firstTokenAt ??= performance.now();
         text += delta;
         pending += delta;

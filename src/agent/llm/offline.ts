@@ -1,8 +1,8 @@
 // `parley-offline`: a small rule-based conversational model that needs no weights. It is honest
 // about what it is, follows a few things from `instructions` (a name, brevity), uses the
 // conversation history (remembers the caller's name, refers back to the last topic).
-import type { ConversationTurn } from '../types.js';
-import type { ReplyModel, ReplyRequest } from './types.js';
+import { lastUserText } from './messages.js';
+import type { ChatMessage, ReplyModel, ReplyRequest } from './types.js';
 
 interface Rule {
   match: RegExp;
@@ -12,7 +12,8 @@ interface Rule {
 interface Context {
   assistantName: string;
   callerName: string | undefined;
-  history: ConversationTurn[];
+  /** Earlier messages (without the one being answered). */
+  history: ChatMessage[];
   brief: boolean;
 }
 
@@ -42,48 +43,53 @@ function capitalise(word: string): string {
 
 function lastUserTopic(c: Context): string {
   const previous = [...c.history].reverse().find((t) => t.role === 'user');
-  return previous ? `Earlier you said: "${previous.text}".` : "This is the start of our conversation.";
+  return previous ? `Earlier you said: "${previous.content}".` : "This is the start of our conversation.";
 }
 
-function contextOf(req: ReplyRequest): Context {
+function contextOf(req: ReplyRequest, history: ChatMessage[]): Context {
   const named = req.instructions?.match(/\b(?:your name is|you are|call yourself)\s+([A-Z][a-z]+)/);
   let callerName: string | undefined;
-  for (const turn of req.history) {
-    const m = turn.role === 'user' ? turn.text.match(/\b(?:my name is|i am called|call me)\s+([a-z]+)/i) : null;
+  for (const turn of history) {
+    const m = turn.role === 'user' ? turn.content.match(/\b(?:my name is|i am called|call me)\s+([a-z]+)/i) : null;
     if (m) callerName = capitalise(m[1]!);
   }
   return {
     assistantName: named?.[1] ?? 'Parley',
     callerName,
-    history: req.history,
+    history,
     brief: /\b(brief|short|concise)\b/i.test(req.instructions ?? ''),
   };
 }
 
+/** The reply to the conversation's last user message. */
 export function offlineReply(req: ReplyRequest): string {
-  const ctx = contextOf(req);
+  const text = lastUserText(req.messages);
+  const last = req.messages.map((m) => m.role).lastIndexOf('user');
+  const ctx = contextOf(req, last >= 0 ? req.messages.slice(0, last) : req.messages);
   for (const rule of RULES) {
-    const m = req.text.match(rule.match);
+    const m = text.match(rule.match);
     if (m) return rule.answer(m, ctx);
   }
-  if (ctx.brief) return `I heard: ${req.text}.`;
+  if (ctx.brief) return `I heard: ${text}.`;
   // Higher temperature, more varied fallbacks.
   const fallbacks = [
-    `You said: ${req.text}. Tell me more.`,
-    `I heard "${req.text}". I'm a simple offline assistant, so I may not understand everything, but I'm listening.`,
+    `You said: ${text}. Tell me more.`,
+    `I heard "${text}". I'm a simple offline assistant, so I may not understand everything, but I'm listening.`,
     `Interesting. What would you like to know about that?`,
   ];
   const spread = Math.max(1, Math.round(req.temperature * fallbacks.length));
-  return fallbacks[(req.history.length + req.text.length) % spread]!;
+  return fallbacks[(ctx.history.length + text.length) % spread]!;
 }
 
+/** Never calls a tool: it has no way to decide when one would help. */
 export const offlineModel: ReplyModel = {
+  name: 'parley-offline',
   async *reply(req: ReplyRequest) {
     // Stream word by word, as a generating model would.
     const words = offlineReply(req).split(/(?<=\s)/);
     for (const w of words) {
       if (req.signal.aborted) return;
-      yield w;
+      yield { type: 'text', delta: w };
     }
   },
 };

@@ -1,6 +1,7 @@
-// Any OpenAI-compatible chat-completions endpoint (LLM_BASE_URL), streamed over SSE, with
-// instructions, temperature and the history passed through.
-import type { ReplyModel, ReplyRequest } from './types.js';
+// Any OpenAI-compatible chat-completions endpoint (LLM_BASE_URL), streamed over SSE: instructions,
+// temperature, the conversation and the client's tools go in; text deltas, tool calls and usage
+// come out as they arrive.
+import type { ChatMessage, ReplyChunk, ReplyModel, ReplyRequest, ToolChoice } from './types.js';
 
 export interface OpenAiCompatibleOptions {
   baseUrl: string;
@@ -9,27 +10,91 @@ export interface OpenAiCompatibleOptions {
   timeoutMs: number;
 }
 
+interface StreamChunk {
+  choices?: {
+    delta?: {
+      content?: string | null;
+      tool_calls?: { index?: number; id?: string; function?: { name?: string; arguments?: string } }[];
+    };
+  }[];
+  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
+}
+
+function wireMessage(m: ChatMessage): Record<string, unknown> {
+  switch (m.role) {
+    case 'user':
+      return { role: 'user', content: m.content };
+    case 'assistant':
+      return m.toolCalls?.length
+        ? {
+            role: 'assistant',
+            content: m.content || null,
+            tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+          }
+        : { role: 'assistant', content: m.content };
+    case 'tool':
+      return { role: 'tool', tool_call_id: m.toolCallId, content: m.content };
+  }
+}
+
+function wireToolChoice(choice: ToolChoice): unknown {
+  return typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } };
+}
+
+export function requestBody(model: string, req: ReplyRequest): Record<string, unknown> {
+  return {
+    model,
+    messages: [...(req.instructions ? [{ role: 'system', content: req.instructions }] : []), ...req.messages.map(wireMessage)],
+    temperature: req.temperature,
+    stream: true,
+    stream_options: { include_usage: true },
+    ...(req.maxOutputTokens ? { max_tokens: req.maxOutputTokens } : {}),
+    ...(req.tools.length
+      ? {
+          tools: req.tools.map((t) => ({
+            type: 'function',
+            function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters ?? { type: 'object', properties: {} } },
+          })),
+          tool_choice: wireToolChoice(req.toolChoice),
+        }
+      : {}),
+  };
+}
+
+/** The reply chunks one SSE `data:` payload carries. */
+export function chunksOf(data: StreamChunk): ReplyChunk[] {
+  const out: ReplyChunk[] = [];
+  const delta = data.choices?.[0]?.delta;
+  if (delta?.content) out.push({ type: 'text', delta: delta.content });
+  for (const call of delta?.tool_calls ?? []) {
+    out.push({
+      type: 'tool_call',
+      index: call.index ?? 0,
+      ...(call.id ? { id: call.id } : {}),
+      ...(call.function?.name ? { name: call.function.name } : {}),
+      argumentsDelta: call.function?.arguments ?? '',
+    });
+  }
+  if (data.usage) out.push({ type: 'usage', inputTokens: data.usage.prompt_tokens ?? 0, outputTokens: data.usage.completion_tokens ?? 0 });
+  return out;
+}
+
 export function openAiCompatibleModel(opts: OpenAiCompatibleOptions): ReplyModel {
   return {
+    name: 'llm',
     async *reply(req: ReplyRequest) {
-      const messages = [
-        ...(req.instructions ? [{ role: 'system', content: req.instructions }] : []),
-        ...req.history.map((t) => ({ role: t.role, content: t.text })),
-        { role: 'user', content: req.text },
-      ];
-      const timeout = AbortSignal.timeout(opts.timeoutMs);
-      const signal = AbortSignal.any([req.signal, timeout]);
+      const signal = AbortSignal.any([req.signal, AbortSignal.timeout(opts.timeoutMs)]);
       const res = await fetch(`${opts.baseUrl.replace(/\/$/, '')}/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) },
-        body: JSON.stringify({ model: opts.model, messages, temperature: req.temperature, stream: true }),
+        body: JSON.stringify(requestBody(opts.model, req)),
         signal,
       });
       if (!res.ok || !res.body) throw new Error(`language model answered HTTP ${res.status}`);
       const decoder = new TextDecoder();
       let buffer = '';
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-        buffer += decoder.decode(chunk, { stream: true });
+      for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buffer += decoder.decode(bytes, { stream: true });
         let nl: number;
         while ((nl = buffer.indexOf('\n')) >= 0) {
           const line = buffer.slice(0, nl).trim();
@@ -37,14 +102,13 @@ export function openAiCompatibleModel(opts: OpenAiCompatibleOptions): ReplyModel
           if (!line.startsWith('data:')) continue;
           const data = line.slice(5).trim();
           if (data === '[DONE]') return;
-          let parsed: { choices?: { delta?: { content?: string } }[] };
+          let parsed: StreamChunk;
           try {
-            parsed = JSON.parse(data);
+            parsed = JSON.parse(data) as StreamChunk;
           } catch {
             throw new Error('language model sent a malformed stream');
           }
-          const delta = parsed.choices?.[0]?.delta?.content;
-          if (delta) yield delta;
+          yield* chunksOf(parsed);
         }
       }
     },

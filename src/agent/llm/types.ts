@@ -1,16 +1,48 @@
-// A reply model: the conversation so far in, the reply's text out as it is generated.
-import type { ConversationTurn } from '../types.js';
+// A reply model: the conversation so far in, the reply out as it is generated (text deltas, tool
+// calls), cancellable through the request's signal.
+
+export interface ToolCall {
+  /** The call id the client answers with (`call_…`). */
+  id: string;
+  name: string;
+  /** JSON text of the arguments. */
+  arguments: string;
+}
+
+export type ChatMessage =
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
+  | { role: 'tool'; toolCallId: string; content: string };
+
+/** A function the client offers (OpenAI `tools` of type function). */
+export interface ToolDefinition {
+  name: string;
+  description?: string;
+  /** JSON Schema of the arguments. */
+  parameters?: Record<string, unknown>;
+}
+
+export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
 
 export interface ReplyRequest {
-  /** The caller's latest words. */
-  text: string;
-  /** Earlier turns, oldest first (without the latest). */
-  history: ConversationTurn[];
+  /** The conversation, oldest first, ending with what is to be answered. */
+  messages: ChatMessage[];
   instructions: string | null;
   temperature: number;
+  tools: ToolDefinition[];
+  toolChoice: ToolChoice;
+  /** Upper bound on the reply's length in tokens, when the client set one. */
+  maxOutputTokens?: number;
   signal: AbortSignal;
 }
 
+export type ReplyChunk =
+  | { type: 'text'; delta: string }
+  /** Part of a tool call: the first part of each call carries its id and name; arguments arrive in pieces. */
+  | { type: 'tool_call'; index: number; id?: string; name?: string; argumentsDelta: string }
+  | { type: 'usage'; inputTokens: number; outputTokens: number };
+
 export interface ReplyModel {
-  reply(req: ReplyRequest): AsyncIterable<string>;
+  readonly name: string;
+  reply(req: ReplyRequest): AsyncIterable<ReplyChunk>;
 }

@@ -1,0 +1,19 @@
+// Text to speech as a stream: engines turn a text into 48 kHz mono PCM chunks as they become ready;
+// the Speaker turns a reply's text deltas into clauses and clauses into audio, in order.
+import type { EngineHealth } from '../health.js';
+
+/** A speech engine shared by every call of the process, chosen by TTS_PROVIDER. */
+export interface SpeechEngine {
+  readonly name: string;
+  /** `text` spoken by the catalogue voice `voice`, 48 kHz mono PCM, chunk by chunk as it is produced. */
+  synthesize(text: string, voice: string, signal: AbortSignal): AsyncIterable<Int16Array>;
+  health(): EngineHealth;
+  close?(): Promise<void>;
+}
+
+/** A piece of a reply's audio and the text it speaks (for the part of an interrupted reply that was heard). */
+export interface SpokenChunk {
+  /** The text this audio speaks; set on the first chunk of each clause, '' on the clause's further chunks. */
+  text: string;
+  pcm: Int16Array;
+}
