@@ -1,5 +1,5 @@
 // The voice agent alone, in-process (no WebRTC, no Opus): a spoken question synthesised with flite
-// is fed to the agent from createVoiceAgentFactory as real-time 20 ms frames through a fake
+// is fed to the agent the registry picks for the model as real-time 20 ms frames through a fake
 // AgentContext, whose audio queue drains at 20 ms per frame like a call's. Prints each turn's
 // transcript, reply and time to first audio with the stage breakdown, then barge-in times and the
 // CPU the pipeline used (worker threads and synthesiser processes included).
@@ -12,10 +12,12 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { resampleTo48k } from '../src/media/audio/resample.ts';
 import { readWav } from '../src/media/audio/wav.ts';
-import type { AgentEvent } from '../src/agent/types.ts';
 import { FRAME_SAMPLES, type AudioOut } from '../src/media/audio/format.ts';
-import { createVoiceAgentFactory } from '../src/agent/voiceAgent.ts';
-import { effectiveParams } from '../src/session/params.ts';
+import { pino } from 'pino';
+import { createAgents } from '../src/agent/agents.ts';
+import { Conversation, newItemId } from '../src/session/conversation.ts';
+import type { CallEvent } from '../src/session/events.ts';
+import { defaultSession } from '../src/session/session.ts';
 import { loadConfig } from '../src/config/env.ts';
 
 const arg = (name: string, fallback: string) => (process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1]! : fallback);
@@ -147,20 +149,28 @@ const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Ma
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 const config = loadConfig();
-const factory = createVoiceAgentFactory(config);
-const events: (AgentEvent & { at: number })[] = [];
+const agents = createAgents(config, pino({ level: 'warn' }));
+type Event = CallEvent & { at: number } & Record<string, any>;
+const events: Event[] = [];
 const audio = new PacedAudioOut();
-const agent = factory.create({
+const conversation = new Conversation();
+const session = {
+  ...defaultSession({ turnDetection: { type: 'server_vad', threshold: 0.5, prefixPaddingMs: 300, silenceMs: config.VAD_SILENCE_MS, idleTimeoutMs: null, createResponse: true, interruptResponse: true } }),
+  model: MODEL,
+  voice: VOICE,
+  transcribeInput: true,
+};
+const agent = agents.registry.factoryFor(MODEL).create({
   conversationId: 'conv_bench',
-  params: effectiveParams({ model: MODEL, voice: VOICE, return_transcription: true } as never),
+  session: () => session,
   audio,
+  conversation,
   emit: (e) => events.push({ ...e, at: performance.now() }),
-  history: [],
   recordTurn: () => {},
 });
 const caller = new Caller((frame) => agent.onAudio(frame));
 
-async function next(type: string, from: number, timeoutMs = 20_000): Promise<AgentEvent & { at: number }> {
+async function next(type: CallEvent['type'], from: number, timeoutMs = 20_000): Promise<Event> {
   const end = performance.now() + timeoutMs;
   for (;;) {
     const e = events.slice(from).find((x) => x.type === type);
@@ -183,13 +193,13 @@ async function turn(question: Int16Array, log: boolean): Promise<Turn | undefine
   const { lastLoudAt } = await caller.say(question);
   try {
     const started = await next('response.audio.started', from);
-    const heard = events.slice(from).find((e) => e.type === 'conversation.item.input_audio_transcription.completed');
-    const reply = await next('response.output_item.done', from);
-    await next('response.audio.done', from, 30_000);
+    const heard = events.slice(from).find((e) => e.type === 'transcription.completed');
+    const reply = await next('response.text.done', from);
+    await next('output_audio.stopped', from, 30_000);
     const ttfa = audio.firstAudioAt! - lastLoudAt;
     // The agent times its end-of-turn wait from the last frame its VAD called speech; from the last
     // loud frame it also includes the VAD's hangover.
-    const stopped = await next('input_audio_buffer.speech_stopped', from);
+    const stopped = await next('input.speech_stopped', from);
     const stages = { speech_end_to_turn_end_ms: Math.round(stopped.at - lastLoudAt), ...(started.timings as Record<string, number>) };
     if (log) console.log(`heard "${heard?.transcript}" → "${reply.text}" | first audio ${Math.round(ttfa)} ms | ${JSON.stringify(stages)}`);
     return { ttfa, stages };
@@ -219,7 +229,8 @@ try {
   for (let i = 0; i < BARGE_INS; i++) {
     await sleep(800);
     const from = events.length;
-    agent.onUserText('This is a long answer that goes on and on. '.repeat(6));
+    conversation.add({ id: newItemId(), type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: 'This is a long answer that goes on and on. '.repeat(6) }] });
+    agent.createResponse({});
     await next('response.audio.started', from);
     await sleep(600);
     audio.clearedAt = undefined;
@@ -227,7 +238,7 @@ try {
     await next('response.interrupted', from);
     barge.push(audio.clearedAt! - firstAudibleAt);
     await sleep(2000); // the answer to "stop please"
-    agent.cancel();
+    agent.cancelResponse();
   }
 
   const row = (name: string, xs: number[]) => console.log(`| ${name} | ${Math.round(percentile(xs, 50))} | ${Math.round(percentile(xs, 95))} | ${Math.round(mean(xs))} |`);
@@ -245,5 +256,5 @@ try {
   caller.stop();
   audio.stop();
   agent.close();
-  await factory.close();
+  await agents.close();
 }

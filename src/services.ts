@@ -16,6 +16,9 @@ import type { Config } from './config/env.js';
 import type { IceConfigOptions } from './ice/iceConfig.js';
 import { serverIceServers } from './ice/serverIceServers.js';
 import { embeddedStunUrl, startStunServer, stunUrlsOfTurnServers, type StunServer } from './ice/stunServer.js';
+import { orgaProtocol } from './calls/protocol/orga.js';
+import type { ProtocolFactory, ProtocolName } from './calls/protocol/types.js';
+import type { SessionDefaults } from './session/session.js';
 import { ConversationStore } from './storage/conversations.js';
 import { openBus, type InvalidationBus } from './storage/bus.js';
 import { openDatabase, type Db } from './storage/db.js';
@@ -56,9 +59,27 @@ export interface Services extends Store {
   tokens: TokenService;
   calls: CallManager;
   agents: AgentRegistry;
+  /** Session defaults from the configuration (turn detection). */
+  sessionDefaults: SessionDefaults;
   ice: IceConfigOptions;
   metrics: Metrics;
   close(): Promise<void>;
+}
+
+const PROTOCOLS: Record<ProtocolName, ProtocolFactory> = { orga: orgaProtocol, openai: orgaProtocol };
+
+function sessionDefaultsOf(config: Config): SessionDefaults {
+  return {
+    turnDetection: {
+      type: 'server_vad',
+      threshold: 0.5,
+      prefixPaddingMs: 300,
+      silenceMs: config.VAD_SILENCE_MS,
+      idleTimeoutMs: null,
+      createResponse: true,
+      interruptResponse: true,
+    },
+  };
 }
 
 export async function createServices(config: Config, log: FastifyBaseLogger): Promise<Services> {
@@ -101,7 +122,7 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
   };
   const metrics = new Metrics();
   const agents = createAgents(config, log);
-  const calls = new CallManager(peers, store.conversations, (params) => agents.registry.factoryFor(params), {
+  const calls = new CallManager(peers, store.conversations, (model) => agents.registry.factoryFor(model), PROTOCOLS, {
     connectTimeoutMs: config.CALL_CONNECT_TIMEOUT_MS,
     idleTimeoutMs: config.CALL_IDLE_TIMEOUT_MS,
     maxDurationMs: config.CALL_MAX_DURATION_MS,
@@ -115,6 +136,7 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     calls,
     metrics,
     agents: agents.registry,
+    sessionDefaults: sessionDefaultsOf(config),
     ice: {
       stunUrls:
         config.STUN_URLS ?? (stun ? [embeddedStunUrl(stun.address, config.ICE_PUBLIC_IP)] : stunUrlsOfTurnServers(config.TURN_URLS)),

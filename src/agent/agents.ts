@@ -1,13 +1,40 @@
-// The engines this node offers, built once per process from configuration.
+// The engines this node offers, built once per process from configuration: the voice stages every
+// call shares, a reply model per engine, and the registry that picks a call's agent by model.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/env.js';
+import type { Session } from '../session/session.js';
 import { echoAgentFactory } from './echoAgent.js';
+import type { EngineHealth } from './health.js';
+import { createInterimStages } from './interimStages.js';
+import { echoModel } from './llm/echo.js';
+import { offlineModel } from './llm/offline.js';
+import { openAiCompatibleModel } from './llm/openaiCompatible.js';
+import type { ReplyModel } from './llm/types.js';
 import { AgentRegistry } from './registry.js';
-import { createVoicePipeline, replyModelFor, voiceAgentFactory, type VoicePipeline } from './voiceAgent.js';
+import type { VoiceStages } from './stages.js';
+import { voiceAgentFactory } from './voiceAgent.js';
 
 export interface Agents {
   registry: AgentRegistry;
+  /** The speech engines' states, for /readyz (empty when the voice engines are unavailable). */
+  health(): Record<string, EngineHealth>;
   close(): Promise<void>;
+}
+
+/** The reply model an engine name (AgentRegistry.engineOf) stands for; undefined when not configured. */
+export function replyModelFor(engine: string, config: Config): ReplyModel | undefined {
+  switch (engine) {
+    case 'parley-offline':
+      return offlineModel;
+    case 'echo':
+      return echoModel;
+    case 'llm':
+      return config.LLM_BASE_URL
+        ? openAiCompatibleModel({ baseUrl: config.LLM_BASE_URL, model: config.LLM_MODEL, timeoutMs: config.LLM_TIMEOUT_MS, ...(config.LLM_API_KEY ? { apiKey: config.LLM_API_KEY } : {}) })
+        : undefined;
+    default:
+      return undefined;
+  }
 }
 
 /** The voice engines: the offline model, echo, and the OpenAI-compatible backend when configured. */
@@ -16,18 +43,25 @@ const VOICE_ENGINES = ['parley-offline', 'echo', 'llm'] as const;
 export function createAgents(config: Config, log: FastifyBaseLogger): Agents {
   const registry = new AgentRegistry(config.LLM_BASE_URL ? 'llm' : 'parley-offline');
   registry.register('audio-echo', echoAgentFactory(config.ECHO_DELAY_MS));
-  let pipeline: VoicePipeline | undefined;
+  let stages: VoiceStages | undefined;
   try {
-    pipeline = createVoicePipeline(config);
+    stages = createInterimStages(config);
   } catch (err) {
     // Without a recogniser the speech engines answer with a model_unavailable error event.
     log.warn({ err: (err as Error).message }, 'speech recognition unavailable: run scripts/setup.sh --runtime');
   }
-  if (pipeline) {
-    for (const engine of VOICE_ENGINES) {
-      const model = replyModelFor(engine, config);
-      if (model) registry.register(engine, voiceAgentFactory(pipeline, model));
-    }
+  if (stages) {
+    const models = new Map(VOICE_ENGINES.map((engine) => [engine, replyModelFor(engine, config)] as const));
+    const voice = voiceAgentFactory({
+      stages,
+      modelFor: (session: Session) => models.get(registry.engineOf(session.model) as (typeof VOICE_ENGINES)[number]) ?? offlineModel,
+      onFailure: (stage, err) => log.warn({ stage, err: err.message }, 'voice stage failed'),
+    });
+    for (const [engine, model] of models) if (model) registry.register(engine, voice);
   }
-  return { registry, close: async () => void (await pipeline?.recognizer.close()) };
+  return {
+    registry,
+    health: () => stages?.health() ?? {},
+    close: async () => void (await stages?.close()),
+  };
 }

@@ -1,7 +1,10 @@
 // The built-in `audio-echo` agent: plays the caller's audio back after a short delay. For tests and
-// for measuring the media path's latency without any speech processing in the way.
+// for measuring the media path's latency without any speech processing in the way. A reply asked
+// for in text repeats the last user text.
+import { randomId } from '../auth/ids.js';
 import { FRAME_SAMPLES } from '../media/audio/format.js';
-import type { Agent, AgentContext, AgentFactory } from './types.js';
+import { itemText, newItemId, type MessageItem } from '../session/conversation.js';
+import type { Agent, AgentContext, AgentFactory, Refusal } from './types.js';
 
 export class EchoAgent implements Agent {
   private primed = false;
@@ -20,16 +23,42 @@ export class EchoAgent implements Agent {
     this.ctx.audio.write(frame);
   }
 
-  onUserText(text: string): void {
-    this.ctx.emit({ type: 'response.output_item.done', text });
+  onSessionUpdate(): void {}
+
+  createResponse(): Refusal {
+    const { ctx } = this;
+    const lastUser = [...ctx.conversation.items].reverse().find((i) => i.type === 'message' && i.role === 'user');
+    const text = lastUser ? itemText(lastUser) : '';
+    const id = randomId('resp_', 12);
+    const item: MessageItem = { id: newItemId(), type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] };
+    const base = { id, inConversation: true, metadata: null };
+    ctx.emit({ type: 'response.created', response: { ...base, status: 'in_progress', output: [] } });
+    const placed = ctx.conversation.add(item);
+    const previousItemId = placed.ok ? placed.previousItemId : null;
+    ctx.emit({ type: 'item.added', item, previousItemId });
+    ctx.emit({ type: 'response.output_item.added', responseId: id, outputIndex: 0, item });
+    ctx.emit({ type: 'response.text.done', responseId: id, itemId: item.id, outputIndex: 0, audio: false, text });
+    ctx.emit({ type: 'response.output_item.done', responseId: id, outputIndex: 0, item });
+    ctx.emit({ type: 'item.done', item, previousItemId });
+    ctx.emit({ type: 'response.done', response: { ...base, status: 'completed', output: [item] } });
+    return { ok: true };
   }
 
-  onParamsUpdate(): void {}
+  cancelResponse(): boolean {
+    this.clearOutputAudio();
+    return false;
+  }
 
-  cancel(): void {
+  clearOutputAudio(): void {
     this.ctx.audio.clear();
     this.primed = false;
   }
+
+  commitInput(): Refusal {
+    return { ok: false, code: 'input_audio_buffer_commit_empty', message: 'The audio-echo model keeps no input buffer.' };
+  }
+
+  clearInput(): void {}
 
   close(): void {}
 }

@@ -1,12 +1,14 @@
-// The narrow interface between a call and whatever talks on the server side.
-// Audio is 48 kHz mono signed 16-bit PCM in 20 ms frames (960 samples) both ways (media/audio/format.ts).
+// The narrow interface between a call and whatever talks on the server side. Audio is 48 kHz mono
+// signed 16-bit PCM in 20 ms frames (media/audio/format.ts) both ways; what the agent says and
+// hears is kept as items of the call's Conversation, and what happens is told as CallEvents.
 import type { AudioOut } from '../media/audio/format.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
-import type { SessionParams } from '../session/params.js';
+import type { Conversation, Item } from '../session/conversation.js';
+import type { CallEvent } from '../session/events.js';
+import type { Session } from '../session/session.js';
+import type { ToolChoice, ToolDefinition } from '../session/tools.js';
 
-/** Events an agent sends to the client (serialised as JSON on the data channel, `type` field). */
-export type AgentEvent = { type: string } & Record<string, unknown>;
-
+/** A turn as the store keeps it (history and resume). */
 export interface ConversationTurn {
   role: 'user' | 'assistant';
   text: string;
@@ -14,26 +16,50 @@ export interface ConversationTurn {
 
 export interface AgentContext {
   conversationId: string;
-  params: SessionParams;
+  /** The live session (changes with session.update; read it when needed). */
+  session(): Session;
   audio: AudioOut;
-  emit(event: AgentEvent): void;
-  /** Earlier turns (resumed conversation), oldest first. */
-  history: ConversationTurn[];
-  /** Persists a turn when the session keeps history. */
+  /** The call's conversation: it outlives the agent (a model switch keeps it). */
+  conversation: Conversation;
+  emit(event: CallEvent): void;
+  /** Persists a finished turn when the session keeps history. */
   recordTurn(turn: ConversationTurn): void;
 }
+
+/** A reply the client asks for (`response.create`); every field overrides the session for this reply. */
+export interface ResponseRequest {
+  instructions?: string | null;
+  tools?: ToolDefinition[];
+  toolChoice?: ToolChoice;
+  outputModalities?: ('audio' | 'text')[];
+  maxOutputTokens?: number | null;
+  voice?: string;
+  /** `none`: an out-of-band reply whose output stays out of the conversation. */
+  conversation?: 'auto' | 'none';
+  /** Items to answer instead of the conversation (out-of-band replies). */
+  input?: Item[];
+  metadata?: Record<string, unknown> | null;
+}
+
+export type Refusal = { ok: true } | { ok: false; code: string; message: string };
 
 export interface Agent {
   /** One 20 ms frame of the caller's decoded audio. */
   onAudio(frame: Int16Array): void;
-  /** A typed user message (data channel), answered like a spoken turn. */
-  onUserText(text: string): void;
   /** A video frame from the caller's camera (only while `video` is in modalities). */
   onVideoFrame?(frame: VideoFrameInfo): void;
-  /** Params changed by `session.update`. */
-  onParamsUpdate(params: SessionParams): void;
-  /** `response.cancel`: stop the current reply. */
-  cancel(): void;
+  /** The session changed (session.update). */
+  onSessionUpdate(session: Session): void;
+  /** Starts a reply to the conversation as it stands; refused while another is in progress. */
+  createResponse(request?: ResponseRequest): Refusal;
+  /** Stops the reply in progress (its unsent audio too); false when there was none. */
+  cancelResponse(): boolean;
+  /** Drops the agent's unsent audio (the client stops playback). */
+  clearOutputAudio(): void;
+  /** Ends the caller's turn now (no turn detection): its audio becomes a user item. */
+  commitInput(): Refusal;
+  /** Forgets the caller's audio not yet committed. */
+  clearInput(): void;
   close(): void;
 }
 

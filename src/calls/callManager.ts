@@ -3,11 +3,15 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { AgentFactory, ConversationTurn } from '../agent/types.js';
 import { randomId } from '../auth/ids.js';
 import type { Metrics } from '../observability/metrics.js';
+import { Conversation, newItemId } from '../session/conversation.js';
+import type { Session } from '../session/session.js';
 import type { ConversationStore } from '../storage/conversations.js';
-import { CallSession, type CallTimeouts } from './callSession.js';
+import { Call } from './call.js';
+import { CallRecord } from './callRecord.js';
+import type { CallTimeouts } from './lifecycle.js';
 import type { PeerFactory, RemoteCandidate } from './peer/types.js';
+import type { ProtocolFactory, ProtocolName } from './protocol/types.js';
 import type { OfferPlan } from './sdpOffer.js';
-import type { SessionParams } from '../session/params.js';
 
 export interface CallRequest {
   apiKeyId: string;
@@ -15,7 +19,9 @@ export interface CallRequest {
   offerSdp: string;
   plan: OfferPlan;
   candidates: RemoteCandidate[];
-  params: SessionParams;
+  session: Session;
+  /** The wire protocol of the route the offer came through. */
+  protocol: ProtocolName;
   /** Resume this earlier conversation's thread (its history becomes the agent's context). */
   resume?: { threadId: string; history: ConversationTurn[] };
 }
@@ -31,7 +37,7 @@ export class OfferRejected extends Error {}
 export class CallCapacityExceeded extends Error {}
 
 export class CallManager {
-  private readonly calls = new Map<string, CallSession>();
+  private readonly calls = new Map<string, Call>();
   /** Calls being set up (answer not yet sent) count against the limit too. */
   private starting = 0;
   private draining = false;
@@ -39,7 +45,8 @@ export class CallManager {
   constructor(
     private readonly peers: PeerFactory,
     private readonly conversations: ConversationStore,
-    private readonly agentFor: (params: SessionParams) => AgentFactory,
+    private readonly agentFor: (model: string) => AgentFactory,
+    private readonly protocols: Record<ProtocolName, ProtocolFactory>,
     private readonly limits: CallLimits,
     private readonly log: FastifyBaseLogger,
     private readonly metrics?: Metrics,
@@ -49,7 +56,8 @@ export class CallManager {
     return this.calls.size;
   }
 
-  get(id: string): CallSession | undefined {
+  /** A call this node carries, by id. */
+  get(id: string): Call | undefined {
     return this.calls.get(id);
   }
 
@@ -63,16 +71,19 @@ export class CallManager {
     const stopTimer = this.metrics?.answerSeconds.startTimer();
     try {
       const id = randomId('conv_');
+      const threadId = req.resume?.threadId ?? id;
+      const history = req.resume?.history ?? [];
       const peer = this.peers.create(id);
-      const session = new CallSession({
+      const call = new Call({
         id,
-        threadId: req.resume?.threadId ?? id,
         peer,
         plan: req.plan,
-        params: req.params,
-        history: req.resume?.history ?? [],
+        session: req.session,
+        conversation: conversationOf(history),
         agentFor: this.agentFor,
-        conversations: this.conversations,
+        protocol: req.protocol,
+        protocols: this.protocols,
+        record: new CallRecord(this.conversations, id, threadId, history.length, this.log),
         timeouts: this.limits,
         log: this.log,
       });
@@ -82,18 +93,18 @@ export class CallManager {
           offerSdp: req.offerSdp,
           plan: req.plan,
           candidates: req.candidates,
-          audioSsrc: session.audioSsrc,
-          receiveVideo: req.params.modalities.includes('video'),
+          audioSsrc: call.audioSsrc,
+          receiveVideo: req.session.modalities.includes('video'),
         });
       } catch (err) {
-        void session.end('failed', 'offer_rejected');
+        void call.end('offer_rejected', 'failed');
         throw new OfferRejected((err as Error).message);
       }
-      await this.conversations.create({ id, apiKeyId: req.apiKeyId, threadId: req.resume?.threadId ?? id, endUser: req.endUser, params: req.params });
-      this.calls.set(id, session);
+      await this.conversations.create({ id, apiKeyId: req.apiKeyId, threadId, endUser: req.endUser, params: req.session });
+      this.calls.set(id, call);
       this.metrics?.activeCalls.set(this.calls.size);
       stopTimer?.();
-      session.onEnd((s) => {
+      call.onEnd((s) => {
         this.calls.delete(s.id);
         this.metrics?.activeCalls.set(this.calls.size);
         this.metrics?.callsEnded.inc({ state: s.state, reason: s.endReason ?? 'unknown' });
@@ -108,6 +119,19 @@ export class CallManager {
   /** Stops taking calls and ends every live one (server shutdown); resolves once all are recorded. */
   async drain(reason = 'server_shutdown'): Promise<void> {
     this.draining = true;
-    await Promise.all([...this.calls.values()].map((c) => c.end('ended', reason)));
+    await Promise.all([...this.calls.values()].map((c) => c.end(reason)));
   }
+}
+
+/** A resumed thread's turns as the conversation a call starts from. */
+function conversationOf(history: ConversationTurn[]): Conversation {
+  const conversation = new Conversation();
+  for (const turn of history) {
+    conversation.add(
+      turn.role === 'user'
+        ? { id: newItemId(), type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: turn.text }] }
+        : { id: newItemId(), type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: turn.text }] },
+    );
+  }
+  return conversation;
 }

@@ -1,7 +1,7 @@
-// A call's session parameters: their schema (the single source for HTTP `params`, `session.update`
-// and OpenAPI) and the effective values, what the client sent with defaults filled in.
+// The Orga clients' session parameters (`params` of a calls request, `data` of their
+// `session.update`): the schema, single source for validation, types and OpenAPI.
 import { Type, type Static } from '@sinclair/typebox';
-import { DEFAULT_MODEL, DEFAULT_TEMPERATURE, DEFAULT_VOICE, MODALITIES, MODELS, VOICES, type Modality } from './catalog.js';
+import { MODALITIES, MODELS, VOICES } from './catalog.js';
 
 export const MAX_INSTRUCTIONS = 32 * 1024;
 
@@ -26,27 +26,3 @@ export const CallParams = Type.Object(
   { description: 'Session parameters; unknown fields are ignored.' },
 );
 export type CallParamsInput = Static<typeof CallParams>;
-
-
-export interface SessionParams {
-  voice: string;
-  model: string;
-  temperature: number;
-  return_transcription: boolean;
-  instructions: string | null;
-  modalities: Modality[];
-  history: boolean;
-}
-
-/** The existing clients' own defaults, so a bare `params: {}` behaves like a default client. */
-export function effectiveParams(input: CallParamsInput): SessionParams {
-  return {
-    voice: input.voice ?? DEFAULT_VOICE,
-    model: input.model ?? DEFAULT_MODEL,
-    temperature: input.temperature ?? DEFAULT_TEMPERATURE,
-    return_transcription: input.return_transcription ?? false,
-    instructions: input.instructions ?? null,
-    modalities: input.modalities ? [...new Set(input.modalities)] : ['audio', 'video'],
-    history: input.history ?? true,
-  };
-}

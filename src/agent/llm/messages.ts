@@ -1,4 +1,5 @@
 // Small readings of a conversation that the built-in models share.
+import { itemText, type Item } from '../../session/conversation.js';
 import type { ChatMessage } from './types.js';
 
 /** The text of the last user message ('' when there is none). */
@@ -8,4 +9,27 @@ export function lastUserText(messages: ChatMessage[]): string {
     if (m.role === 'user') return m.content;
   }
   return '';
+}
+
+/** A conversation's items as chat messages for a reply model: transcripts stand for audio. */
+export function toChatMessages(items: readonly Item[]): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  for (const item of items) {
+    if (item.type === 'message') {
+      const text = itemText(item);
+      if (!text) continue;
+      if (item.role === 'assistant') out.push({ role: 'assistant', content: text });
+      // A system item is context from the client: the model reads it as the user's side.
+      else out.push({ role: 'user', content: text });
+    } else if (item.type === 'function_call') {
+      const call = { id: item.callId, name: item.name, arguments: item.arguments };
+      const last = out.at(-1);
+      // Calls of one reply travel together on the assistant message that made them.
+      if (last?.role === 'assistant') last.toolCalls = [...(last.toolCalls ?? []), call];
+      else out.push({ role: 'assistant', content: '', toolCalls: [call] });
+    } else {
+      out.push({ role: 'tool', toolCallId: item.callId, content: item.output });
+    }
+  }
+  return out;
 }

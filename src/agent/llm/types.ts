@@ -1,5 +1,8 @@
 // A reply model: the conversation so far in, the reply out as it is generated (text deltas, tool
 // calls), cancellable through the request's signal.
+import type { ToolChoice, ToolDefinition } from '../../session/tools.js';
+
+export type { ToolChoice, ToolDefinition };
 
 export interface ToolCall {
   /** The call id the client answers with (`call_…`). */
@@ -14,15 +17,6 @@ export type ChatMessage =
   | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
   | { role: 'tool'; toolCallId: string; content: string };
 
-/** A function the client offers (OpenAI `tools` of type function). */
-export interface ToolDefinition {
-  name: string;
-  description?: string;
-  /** JSON Schema of the arguments. */
-  parameters?: Record<string, unknown>;
-}
-
-export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
 
 export interface ReplyRequest {
   /** The conversation, oldest first, ending with what is to be answered. */

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { CallCapacityExceeded, OfferRejected } from '../../calls/callManager.js';
 import { readOffer } from '../../calls/sdpOffer.js';
-import { effectiveParams } from '../../session/params.js';
+import { sessionFromParams } from '../../calls/protocol/orgaSession.js';
 import type { Services } from '../../services.js';
 import { requireToken } from '../auth.js';
 import { HttpError, ValidationFailure, shapeA } from '../errors.js';
@@ -41,7 +41,8 @@ export const callRoutes = (services: Services): FastifyPluginAsync => async (app
           offerSdp: offer.sdp,
           plan,
           candidates,
-          params: effectiveParams(req.body.params),
+          session: sessionFromParams(req.body.params, services.sessionDefaults),
+          protocol: 'orga',
         });
         return { answer: { sdp: answerSdp, type: 'answer' as const }, conversation_id: conversationId };
       } catch (err) {

@@ -1,0 +1,330 @@
+// One reply of the agent, from the first token to the last sample: generation (text and tool calls),
+// speech clause by clause, the items and events it produces, and cancellation as one — an
+// interrupted reply keeps in the conversation what the caller heard of it.
+import { randomId } from '../auth/ids.js';
+import { newItemId, type FunctionCallItem, type Item, type MessageItem } from '../session/conversation.js';
+import type { ResponseInfo, ResponseStatus, StageTimings } from '../session/events.js';
+import type { ToolChoice, ToolDefinition } from '../session/tools.js';
+import { toChatMessages } from './llm/messages.js';
+import type { ReplyModel } from './llm/types.js';
+import type { VoiceStages } from './stages.js';
+import type { AgentContext } from './types.js';
+
+/** What the reply is generated with: the session's settings, overridden by the client's request. */
+export interface ReplySettings {
+  instructions: string | null;
+  temperature: number;
+  tools: ToolDefinition[];
+  toolChoice: ToolChoice;
+  maxOutputTokens: number | null;
+  voice: string;
+  audio: boolean;
+}
+
+export interface ReplyOptions {
+  ctx: AgentContext;
+  model: ReplyModel;
+  speak: VoiceStages['speak'];
+  settings: ReplySettings;
+  /** false: an out-of-band reply, whose items stay out of the conversation. */
+  inConversation: boolean;
+  /** What to answer (default: the conversation). */
+  input?: readonly Item[];
+  metadata?: Record<string, unknown> | null;
+  /** Stage timings measured before the reply (end of turn, transcription). */
+  timings: StageTimings;
+  /** performance.now() when the caller stopped speaking, for voice-to-voice. */
+  voiceEndedAt?: number;
+  /** Audio of the reply is being written: the agent tracks playback. */
+  onAudio(): void;
+  /** Reports stage timings once the first audio is out. */
+  onTimings?(timings: StageTimings): void;
+}
+
+const APOLOGY = "Sorry, I couldn't come up with an answer just now. Please try again.";
+
+/** A rough token count for models that do not report usage (about four characters a token). */
+const estimateTokens = (text: string) => Math.ceil(text.length / 4);
+
+export class Reply {
+  readonly id = randomId('resp_', 12);
+  /** Resolves with the final response once it completed, failed or was cancelled. */
+  readonly done: Promise<ResponseInfo>;
+  private readonly abort = new AbortController();
+  private status: ResponseStatus = 'in_progress';
+  private reason: string | undefined;
+  private readonly output: Item[] = [];
+  private message: MessageItem | undefined;
+  private text = '';
+  private usage: { inputTokens: number; outputTokens: number } | undefined;
+  /** Milliseconds of this reply's audio written to the call's audio out. */
+  private writtenMs = 0;
+  /** The assistant turn has been stored (what the caller heard of it). */
+  private recorded = false;
+  private settle: (info: ResponseInfo) => void = () => {};
+
+  constructor(private readonly opts: ReplyOptions) {
+    this.done = new Promise((resolve) => (this.settle = resolve));
+  }
+
+  /** Still generating (text, tool calls or audio); its audio may play on after that. */
+  get generating(): boolean {
+    return this.status === 'in_progress';
+  }
+
+  /** Whether any of its audio was written to the call. */
+  get hasAudio(): boolean {
+    return this.writtenMs > 0;
+  }
+
+  /** The assistant message this reply speaks, once it has one. */
+  get messageId(): string | undefined {
+    return this.message?.id;
+  }
+
+  start(): void {
+    this.opts.ctx.emit({ type: 'response.created', response: this.info() });
+    void this.run().catch((err: Error) => this.finish('failed', `internal: ${err.message}`));
+  }
+
+  /**
+   * Stops the reply — generation and speech if it is still generating — and drops its unsent audio;
+   * the message keeps what the caller heard. Returns the milliseconds of audio dropped.
+   */
+  stop(reason: 'turn_detected' | 'client_cancelled'): number {
+    const generating = this.generating;
+    if (generating) this.abort.abort();
+    const dropped = this.opts.settings.audio ? this.opts.ctx.audio.clear() : 0;
+    if (generating || dropped > 0) this.cutToHeard(Math.max(0, this.writtenMs - dropped));
+    if (generating) {
+      this.closeOutput('incomplete');
+      this.finish('cancelled', reason);
+    }
+    this.record();
+    return dropped;
+  }
+
+  /** All of its audio has been played: the conversation keeps the whole reply. */
+  playbackEnded(): void {
+    this.record();
+  }
+
+  /** Truncates the message to the words spoken in its first `heardMs` of audio. */
+  private cutToHeard(heardMs: number): void {
+    const { ctx } = this.opts;
+    const message = this.message;
+    if (!message || !this.opts.settings.audio) return;
+    if (this.opts.inConversation && ctx.conversation.get(message.id)) {
+      const cut = ctx.conversation.truncate(message.id, heardMs);
+      if (cut.ok) ctx.emit({ type: 'item.truncated', itemId: message.id, contentIndex: 0, audioEndMs: Math.round(heardMs) });
+    } else {
+      const part = message.content[0];
+      if (part?.type === 'output_audio') part.transcript = '';
+    }
+  }
+
+  /** Stores the assistant turn once, as the conversation has it now. */
+  private record(): void {
+    const message = this.message;
+    if (this.recorded || !message || !this.opts.inConversation || this.generating) return;
+    this.recorded = true;
+    const part = message.content[0];
+    const said = part?.type === 'output_audio' ? (part.transcript ?? '') : part?.type === 'output_text' ? part.text : '';
+    if (said) this.opts.ctx.recordTurn({ role: 'assistant', text: said });
+  }
+
+  private async run(): Promise<void> {
+    const { ctx, settings } = this.opts;
+    const signal = this.abort.signal;
+    const startedAt = performance.now();
+    let firstTokenAt: number | undefined;
+    const calls = new Map<number, FunctionCallItem>();
+    const messages = toChatMessages(this.opts.input ?? ctx.conversation.items);
+
+    // The speaker reads the reply's text as it is generated.
+    let feed: ReadableStreamDefaultController<string> | undefined;
+    const textStream = new ReadableStream<string>({ start: (c) => void (feed = c) });
+    const speech = settings.audio ? this.speakAll(textStream as unknown as AsyncIterable<string>, startedAt, () => firstTokenAt) : Promise.resolve();
+    const say = (delta: string) => {
+      this.ensureMessage();
+      this.text += delta;
+      ctx.emit({ type: 'response.text.delta', responseId: this.id, itemId: this.message!.id, outputIndex: this.indexOf(this.message!), audio: settings.audio, delta });
+      feed?.enqueue(delta);
+    };
+
+    let failure: Error | undefined;
+    try {
+      for await (const chunk of this.opts.model.reply({
+        messages,
+        instructions: settings.instructions,
+        temperature: settings.temperature,
+        tools: settings.tools,
+        toolChoice: settings.toolChoice,
+        ...(settings.maxOutputTokens ? { maxOutputTokens: settings.maxOutputTokens } : {}),
+        signal,
+      })) {
+        if (signal.aborted) return;
+        firstTokenAt ??= performance.now();
+        if (chunk.type === 'text') say(chunk.delta);
+        else if (chunk.type === 'usage') this.usage = { inputTokens: chunk.inputTokens, outputTokens: chunk.outputTokens };
+        else this.onToolCallChunk(calls, chunk);
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      failure = err as Error;
+      ctx.emit({ type: 'error', kind: 'server_error', code: 'model_error', message: `The language model failed: ${failure.message}` });
+      // The caller hears that something went wrong rather than silence.
+      if (!this.text) say(APOLOGY);
+    }
+    feed?.close();
+    if (signal.aborted) return;
+    for (const call of calls.values()) this.finishToolCall(call);
+    await speech;
+    if (signal.aborted) return;
+    this.usage ??= { inputTokens: messages.reduce((n, m) => n + estimateTokens(m.content), 0), outputTokens: estimateTokens(this.text) };
+    this.closeOutput('completed');
+    this.finish(failure ? 'failed' : 'completed', failure ? 'model_error' : undefined);
+  }
+
+  /** Speaks the text stream; records which words each piece of audio says, for truncation. */
+  private async speakAll(text: AsyncIterable<string>, startedAt: number, firstTokenAt: () => number | undefined): Promise<void> {
+    const { ctx, settings } = this.opts;
+    const signal = this.abort.signal;
+    try {
+      for await (const chunk of this.opts.speak(text, settings.voice, signal)) {
+        if (signal.aborted) return;
+        if (!chunk.pcm.length) continue;
+        if (this.writtenMs === 0) this.audioStarted(startedAt, firstTokenAt());
+        const ms = chunk.pcm.length / 48;
+        ctx.audio.write(chunk.pcm);
+        this.opts.onAudio();
+        if (this.message) ctx.conversation.addSpoken(this.message.id, ms, chunk.text);
+        this.writtenMs += ms;
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      // The text is still delivered; the caller is told the voice failed.
+      ctx.emit({ type: 'error', kind: 'server_error', code: 'synthesis_failed', message: `Speech synthesis failed: ${(err as Error).message}` });
+    }
+  }
+
+  private audioStarted(startedAt: number, firstTokenAt: number | undefined): void {
+    const now = performance.now();
+    const timings: StageTimings = {
+      ...this.opts.timings,
+      first_token_ms: Math.round((firstTokenAt ?? now) - startedAt),
+      synthesis_ms: Math.round(now - (firstTokenAt ?? now)),
+      ...(this.opts.voiceEndedAt !== undefined ? { voice_to_voice_ms: Math.round(now - this.opts.voiceEndedAt) } : {}),
+    };
+    this.opts.ctx.emit({ type: 'response.audio.started', responseId: this.id, itemId: this.message?.id ?? '', timings });
+    this.opts.onTimings?.(timings);
+  }
+
+  private ensureMessage(): void {
+    if (this.message) return;
+    const audio = this.opts.settings.audio;
+    this.message = {
+      id: newItemId(),
+      type: 'message',
+      role: 'assistant',
+      status: 'in_progress',
+      content: [audio ? { type: 'output_audio', transcript: '' } : { type: 'output_text', text: '' }],
+    };
+    this.addOutput(this.message);
+  }
+
+  private onToolCallChunk(calls: Map<number, FunctionCallItem>, chunk: { index: number; id?: string; name?: string; argumentsDelta: string }): void {
+    let call = calls.get(chunk.index);
+    if (!call) {
+      call = { id: newItemId(), type: 'function_call', status: 'in_progress', callId: chunk.id ?? randomId('call_', 12), name: chunk.name ?? '', arguments: '' };
+      calls.set(chunk.index, call);
+      this.addOutput(call);
+    }
+    if (chunk.name && !call.name) call.name = chunk.name;
+    if (!chunk.argumentsDelta) return;
+    call.arguments += chunk.argumentsDelta;
+    this.opts.ctx.emit({
+      type: 'response.function_call_arguments.delta',
+      responseId: this.id,
+      itemId: call.id,
+      outputIndex: this.indexOf(call),
+      callId: call.callId,
+      delta: chunk.argumentsDelta,
+    });
+  }
+
+  private finishToolCall(call: FunctionCallItem): void {
+    const { ctx } = this.opts;
+    const outputIndex = this.indexOf(call);
+    ctx.emit({ type: 'response.function_call_arguments.done', responseId: this.id, itemId: call.id, outputIndex, callId: call.callId, name: call.name, arguments: call.arguments });
+    call.status = 'completed';
+    ctx.emit({ type: 'response.output_item.done', responseId: this.id, outputIndex, item: call });
+    if (this.opts.inConversation) ctx.emit({ type: 'item.done', item: call, previousItemId: this.previousOf(call) });
+  }
+
+  private addOutput(item: Item): void {
+    const { ctx } = this.opts;
+    this.output.push(item);
+    let previousItemId: string | null = null;
+    if (this.opts.inConversation) {
+      const placed = ctx.conversation.add(item);
+      previousItemId = placed.ok ? placed.previousItemId : null;
+      ctx.emit({ type: 'item.added', item, previousItemId });
+    }
+    ctx.emit({ type: 'response.output_item.added', responseId: this.id, outputIndex: this.output.length - 1, item });
+  }
+
+  /** Ends the message item: its text, its audio, its final status. */
+  private closeOutput(status: 'completed' | 'incomplete'): void {
+    const message = this.message;
+    if (!message || message.status !== 'in_progress') return;
+    const { ctx, settings } = this.opts;
+    const outputIndex = this.indexOf(message);
+    const part = message.content[0]!;
+    if (status === 'completed') {
+      if (part.type === 'output_audio') part.transcript = this.text;
+      else if (part.type === 'output_text') part.text = this.text;
+    } else if (part.type === 'output_text') {
+      part.text = this.text;
+    }
+    const said = part.type === 'output_audio' ? (part.transcript ?? '') : part.type === 'output_text' ? part.text : '';
+    ctx.emit({ type: 'response.text.done', responseId: this.id, itemId: message.id, outputIndex, audio: settings.audio, text: said });
+    if (settings.audio) ctx.emit({ type: 'response.audio.done', responseId: this.id, itemId: message.id, outputIndex });
+    message.status = status;
+    ctx.emit({ type: 'response.output_item.done', responseId: this.id, outputIndex, item: message });
+    if (this.opts.inConversation) ctx.emit({ type: 'item.done', item: message, previousItemId: this.previousOf(message) });
+  }
+
+  private finish(status: Exclude<ResponseStatus, 'in_progress'>, reason?: string): void {
+    if (!this.generating) return;
+    this.status = status;
+    this.reason = reason;
+    const info = this.info();
+    this.opts.ctx.emit({ type: 'response.done', response: info });
+    // A reply without audio has nothing more to wait for.
+    if (!this.opts.settings.audio) this.record();
+    this.settle(info);
+  }
+
+  private info(): ResponseInfo {
+    return {
+      id: this.id,
+      status: this.status,
+      ...(this.reason ? { reason: this.reason } : {}),
+      output: [...this.output],
+      ...(this.usage ? { usage: this.usage } : {}),
+      inConversation: this.opts.inConversation,
+      metadata: this.opts.metadata ?? null,
+    };
+  }
+
+  private indexOf(item: Item): number {
+    return this.output.indexOf(item);
+  }
+
+  private previousOf(item: Item): string | null {
+    const items = this.opts.ctx.conversation.items;
+    const at = items.indexOf(item);
+    return at > 0 ? items[at - 1]!.id : null;
+  }
+}

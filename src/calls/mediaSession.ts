@@ -1,0 +1,72 @@
+// A call's media: the caller's audio in (RTP → jitter buffer → Opus → 20 ms PCM), the agent's audio
+// out (PCM → Opus → RTP on the media clock), the caller's camera (frames), and the RTCP reports.
+import { randomInt } from 'node:crypto';
+import { AudioReceiver } from '../media/audioReceiver.js';
+import { AudioSender } from '../media/audioSender.js';
+import type { AudioOut } from '../media/audio/format.js';
+import { buildReport } from '../media/rtcp.js';
+import { VideoReceiver, type VideoFrameInfo } from '../media/videoReceiver.js';
+import type { ServerPeer } from './peer/types.js';
+import type { OfferPlan } from './sdpOffer.js';
+
+export interface MediaSink {
+  /** A 20 ms frame of the caller's audio. */
+  audio(frame: Int16Array): void;
+  /** A frame of the caller's camera. */
+  video(frame: VideoFrameInfo): void;
+  /** Any packet from the caller (activity, for the idle timeout). */
+  activity(): void;
+}
+
+export class MediaSession {
+  private readonly sender: AudioSender;
+  private readonly receiver: AudioReceiver;
+  private readonly video: VideoReceiver | undefined;
+  private reportTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly peer: ServerPeer,
+    plan: OfferPlan,
+    sink: MediaSink,
+  ) {
+    this.sender = new AudioSender((p) => this.peer.sendAudioPacket(p), randomInt(1, 0xffffffff), plan.opusPayloadType);
+    this.receiver = new AudioReceiver(plan.opusPayloadType, (frame) => sink.audio(frame));
+    this.video = plan.video ? new VideoReceiver(plan.video.codecs, (frame) => sink.video(frame)) : undefined;
+    peer.onAudioPacket((p) => {
+      sink.activity();
+      this.receiver.handle(p);
+    });
+    peer.onVideoPacket((p) => this.video?.handle(p));
+  }
+
+  /** Where the agent's speech goes. */
+  get audioOut(): AudioOut {
+    return this.sender;
+  }
+
+  /** The SSRC our audio leaves with (announced in the answer). */
+  get audioSsrc(): number {
+    return this.sender.ssrc;
+  }
+
+  /** The peer is connected: audio leaves on the 20 ms clock, RTCP every second. */
+  start(): void {
+    this.sender.start();
+    this.reportTimer ??= setInterval(() => this.sendReport(), 1000);
+  }
+
+  stop(): void {
+    this.sender.stop();
+    clearInterval(this.reportTimer);
+  }
+
+  private sendReport(): void {
+    const report = buildReport(
+      'parley',
+      { ssrc: this.sender.ssrc, rtpTimestamp: this.sender.rtpTimestamp, packets: this.sender.packets, octets: this.sender.octets },
+      this.receiver.reportBlock(),
+      this.sender.packets > 0,
+    );
+    this.peer.sendAudioPacket(report);
+  }
+}

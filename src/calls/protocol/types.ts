@@ -1,0 +1,44 @@
+// The seam between a call and the wire format its client speaks on the data channel. A protocol
+// reads the client's messages into commands on the call (CallControl) and writes the call's events
+// (CallEvent) as the messages its clients read. The call knows nothing of either format.
+import type { Refusal, ResponseRequest } from '../../agent/types.js';
+import type { Conversation, Item, PlaceResult } from '../../session/conversation.js';
+import type { CallEvent } from '../../session/events.js';
+import type { Session } from '../../session/session.js';
+
+/** What a protocol may do to its call. */
+export interface CallControl {
+  readonly id: string;
+  readonly conversation: Conversation;
+  session(): Session;
+  /** Applies a new session (the agent follows; the record is updated). */
+  updateSession(next: Session): void;
+  /** Adds a client item (typed text, a function call's output…); emits item.added and item.done. */
+  addItem(item: Item, after?: string | null): PlaceResult;
+  deleteItem(id: string): boolean;
+  truncateItem(id: string, audioEndMs: number): { ok: true } | { ok: false; message: string };
+  createResponse(request?: ResponseRequest): Refusal;
+  cancelResponse(): boolean;
+  clearOutputAudio(): void;
+  commitInput(): Refusal;
+  clearInput(): void;
+  /** The client hangs up. */
+  end(reason: 'session_end'): void;
+  /** Something went wrong handling a client message (logged server-side; never sent as is). */
+  logFailure(err: Error): void;
+}
+
+export interface ClientProtocol {
+  /** The channel is open: greet the client (session.created, …). */
+  opened(): void;
+  /** A message from the client. */
+  receive(text: string): void;
+  /** An event of the call, to send in this protocol's words or leave out. */
+  deliver(event: CallEvent): void;
+  /** The session changed outside the client's own update (none today); kept for symmetry. */
+  ended(reason: string): void;
+}
+
+export type ProtocolName = 'orga' | 'openai';
+
+export type ProtocolFactory = (control: CallControl, send: (message: object) => void) => ClientProtocol;
