@@ -16,9 +16,11 @@ import type { Config } from './config/env.js';
 import type { IceConfigOptions } from './ice/iceConfig.js';
 import { serverIceServers } from './ice/serverIceServers.js';
 import { embeddedStunUrl, startStunServer, stunUrlsOfTurnServers, type StunServer } from './ice/stunServer.js';
+import { openAiProtocol } from './calls/protocol/openai.js';
 import { orgaProtocol } from './calls/protocol/orga.js';
 import type { ProtocolFactory, ProtocolName } from './calls/protocol/types.js';
 import type { SessionDefaults } from './session/session.js';
+import { ClientSecretSessionStore } from './storage/clientSecretSessions.js';
 import { ConversationStore } from './storage/conversations.js';
 import { openBus, type InvalidationBus } from './storage/bus.js';
 import { openDatabase, type Db } from './storage/db.js';
@@ -30,6 +32,7 @@ export interface Store {
   apiKeys: ApiKeyStore;
   signingKeys: SigningKeyStore;
   conversations: ConversationStore;
+  clientSecretSessions: ClientSecretSessionStore;
   turnSecrets: string[];
   /** Cross-node notices (Redis), so a revocation or rotation takes effect everywhere at once. */
   bus: InvalidationBus;
@@ -48,6 +51,7 @@ export async function openStore(config: Config): Promise<Store> {
     apiKeys: new ApiKeyStore(db, pepper),
     signingKeys,
     conversations: new ConversationStore(db),
+    clientSecretSessions: new ClientSecretSessionStore(db),
     bus: openBus(config.REDIS_URL),
     turnSecrets: config.TURN_SECRETS ?? [local!.turnSecret],
   };
@@ -65,8 +69,6 @@ export interface Services extends Store {
   metrics: Metrics;
   close(): Promise<void>;
 }
-
-const PROTOCOLS: Record<ProtocolName, ProtocolFactory> = { orga: orgaProtocol, openai: orgaProtocol };
 
 function sessionDefaultsOf(config: Config): SessionDefaults {
   return {
@@ -122,7 +124,9 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
   };
   const metrics = new Metrics();
   const agents = createAgents(config, log);
-  const calls = new CallManager(peers, store.conversations, (model) => agents.registry.factoryFor(model), PROTOCOLS, {
+  const sessionDefaults = sessionDefaultsOf(config);
+  const protocols: Record<ProtocolName, ProtocolFactory> = { orga: orgaProtocol, openai: openAiProtocol(sessionDefaults) };
+  const calls = new CallManager(peers, store.conversations, (model) => agents.registry.factoryFor(model), protocols, {
     connectTimeoutMs: config.CALL_CONNECT_TIMEOUT_MS,
     idleTimeoutMs: config.CALL_IDLE_TIMEOUT_MS,
     maxDurationMs: config.CALL_MAX_DURATION_MS,
@@ -136,7 +140,7 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     calls,
     metrics,
     agents: agents.registry,
-    sessionDefaults: sessionDefaultsOf(config),
+    sessionDefaults,
     ice: {
       stunUrls:
         config.STUN_URLS ?? (stun ? [embeddedStunUrl(stun.address, config.ICE_PUBLIC_IP)] : stunUrlsOfTurnServers(config.TURN_URLS)),

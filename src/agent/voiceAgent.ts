@@ -91,8 +91,11 @@ export class VoiceAgent implements Agent {
 
   clearOutputAudio(): void {
     const reply = this.playing ?? this.reply;
+    const wasPlaying = !!this.playing;
     if (reply) this.stopReply(reply, 'client_cancelled');
     else this.ctx.audio.clear();
+    // The client is told its request was done even when nothing was playing.
+    if (!wasPlaying) this.ctx.emit({ type: 'output_audio.cleared', responseId: reply?.id ?? null });
   }
 
   commitInput(): Refusal {

@@ -43,7 +43,8 @@ export class TokenService {
     private readonly opts: { issuer: string; audience: string; ttlSeconds: number },
   ) {}
 
-  mint(apiKeyId: string, endUser?: string): MintedToken {
+  /** A token for the key; `ttlSeconds` overrides the configured lifetime (OpenAI's expires_after). */
+  mint(apiKeyId: string, endUser?: string, ttlSeconds = this.opts.ttlSeconds): MintedToken {
     const key = this.keys.activeKey;
     let sign = this.signers.get(key.kid);
     if (!sign) {
@@ -57,7 +58,7 @@ export class TokenService {
       sub: apiKeyId,
       iat,
       nbf: iat,
-      exp: iat + this.opts.ttlSeconds,
+      exp: iat + ttlSeconds,
       // randomUUID draws from a pooled random buffer: no system call per token.
       jti: randomUUID(),
       ...(endUser ? { end_user: endUser } : {}),

@@ -23,6 +23,8 @@ const PENDING_EVENTS_LIMIT = 200;
 
 export interface CallOptions {
   id: string;
+  /** The API key the call was opened under (its owner). */
+  apiKeyId: string;
   peer: ServerPeer;
   plan: OfferPlan;
   session: Session;
@@ -39,6 +41,7 @@ export interface CallOptions {
 
 export class Call implements CallControl {
   readonly id: string;
+  readonly apiKeyId: string;
   readonly conversation: Conversation;
   private current: Session;
   private readonly peer: ServerPeer;
@@ -53,6 +56,7 @@ export class Call implements CallControl {
 
   constructor(private readonly opts: CallOptions) {
     this.id = opts.id;
+    this.apiKeyId = opts.apiKeyId;
     this.peer = opts.peer;
     this.current = opts.session;
     this.conversation = opts.conversation;

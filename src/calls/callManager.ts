@@ -76,6 +76,7 @@ export class CallManager {
       const peer = this.peers.create(id);
       const call = new Call({
         id,
+        apiKeyId: req.apiKeyId,
         peer,
         plan: req.plan,
         session: req.session,

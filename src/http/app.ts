@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify';
 import type { Services } from '../services.js';
 import { registerCors } from './cors.js';
-import { HttpError, MESSAGES, ShapeA, ShapeB, ValidationFailure, shapeA } from './errors.js';
+import { HttpError, MESSAGES, OpenAiErrorBody, ShapeA, ShapeB, ValidationFailure, shapeA } from './errors.js';
 import { jsonInvalid, toPydanticDetail } from '../session/validation.js';
 import { callRoutes } from './routes/calls.js';
 import { catalogRoutes } from './routes/catalog.js';
@@ -11,6 +11,7 @@ import { conversationRoutes } from './routes/conversations.js';
 import { demoRoutes } from './routes/demo.js';
 import { clientSecretsRoutes } from './routes/clientSecrets.js';
 import { iceConfigRoutes } from './routes/iceConfig.js';
+import { callFormConstraint, openAiRoutes } from './routes/openai.js';
 import { BODY_LIMIT } from './schemas.js';
 
 /** Paths a browser may call cross-origin. */
@@ -27,6 +28,8 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
     // No pino child logger per request (a measurable share of a token request); the few request
     // log lines name the request id themselves.
     childLoggerFactory: (logger) => logger as never,
+    // The calls route has two forms on one path: Orga's JSON and OpenAI's SDP/multipart.
+    constraints: { callForm: callFormConstraint },
     ajv: { customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false } },
   }) as unknown as FastifyInstance;
 
@@ -39,6 +42,7 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
   });
   app.addSchema(ShapeA);
   app.addSchema(ShapeB);
+  app.addSchema(OpenAiErrorBody);
 
   // Bodies are JSON whatever the Content-Type says (FastAPI-era clients are not always exact);
   // an empty body is an empty object; undecodable JSON is pydantic's json_invalid.
@@ -106,6 +110,7 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
   await app.register(clientSecretsRoutes(services));
   await app.register(iceConfigRoutes(services));
   await app.register(callRoutes(services));
+  await app.register(openAiRoutes(services));
   await app.register(catalogRoutes(services));
   await app.register(conversationRoutes(services));
   await app.register(demoRoutes(services));

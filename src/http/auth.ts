@@ -23,13 +23,17 @@ export function bearerCredential(header: string | undefined): string | null {
   return m ? m[1]! : null;
 }
 
-/** client-secrets: a live API key, else 401 with the nested error object. */
-export function requireApiKey(services: Services): Hook {
+/** OpenAI's answer to a missing or wrong API key (its routes). */
+export const openAiKeyError = () =>
+  new HttpError(401, { error: { message: 'Incorrect API key provided or the API key is inactive.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } });
+
+/** client-secrets: a live API key, else 401 with the nested error object (or `refuse`'s error). */
+export function requireApiKey(services: Services, refuse: () => HttpError = () => new HttpError(401, nestedApiKeyError())): Hook {
   return (req, _reply, done) => {
     const credential = bearerCredential(req.headers.authorization);
-    if (!credential || !looksLikeApiKey(credential)) return done(new HttpError(401, nestedApiKeyError()));
+    if (!credential || !looksLikeApiKey(credential)) return done(refuse());
     withApiKey(services, credential, (id) => {
-      if (!id) return done(new HttpError(401, nestedApiKeyError()));
+      if (!id) return done(refuse());
       req.apiKeyId = id;
       done();
     }, done);
@@ -67,8 +71,13 @@ function withApiKey(services: Services, key: string, then: (id: string | null) =
   services.keyCache.authenticate(key).then(then, fail);
 }
 
+/** The prefix OpenAI's browser clients require of a client secret; the token follows it. */
+export const CLIENT_SECRET_PREFIX = 'ek_';
+
 /** Calls `then` with the claims of a live token of ours (null otherwise), synchronously when it can. */
-function withToken(services: Services, token: string, then: (claims: TokenClaims | null) => void, fail: (err: Error) => void): void {
+function withToken(services: Services, credential: string, then: (claims: TokenClaims | null) => void, fail: (err: Error) => void): void {
+  // Both forms work everywhere: the token as client-secrets issues it, and as client_secrets does.
+  const token = credential.startsWith(CLIENT_SECRET_PREFIX) ? credential.slice(CLIENT_SECRET_PREFIX.length) : credential;
   const claims = services.tokens.verifyWithLoadedKeys(token);
   if (claims === null) return then(null);
   // A revoked key's tokens die with it.

@@ -9,11 +9,14 @@ export function registerCors(app: FastifyInstance, paths: Set<string>, allowedOr
     const origin = req.headers.origin;
     if (!origin || !paths.has(req.url.split('?', 1)[0]!) || (!any && !allowedOrigins.includes(origin))) return done();
     reply.header('Access-Control-Allow-Origin', any ? '*' : origin);
+    // OpenAI's clients read the call id from Location.
+    reply.header('Access-Control-Expose-Headers', 'Location');
     if (!any) reply.header('Vary', 'Origin');
     if (req.method === 'OPTIONS' && req.headers['access-control-request-method']) {
       reply
         .header('Access-Control-Allow-Methods', 'GET, POST, OPTIONS')
-        .header('Access-Control-Allow-Headers', 'Authorization, Content-Type')
+        // X-OpenAI-Agents-SDK: OpenAI's browser transport sends it with its offer.
+        .header('Access-Control-Allow-Headers', 'Authorization, Content-Type, X-OpenAI-Agents-SDK')
         .header('Access-Control-Max-Age', '600')
         .code(204)
         .send();

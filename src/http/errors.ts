@@ -54,6 +54,23 @@ export const MESSAGES = {
   bodyTooLarge: 'Request body is larger than the 256 KiB limit.',
 } as const;
 
+/** OpenAI's error object (its routes: client_secrets, the SDP forms of calls, hangup): param names the field. */
+export const OpenAiErrorBody = Type.Object(
+  {
+    error: Type.Object({
+      message: Type.String(),
+      type: Type.String(),
+      param: Type.Union([Type.String(), Type.Null()]),
+      code: Type.Union([Type.String(), Type.Null()]),
+    }),
+  },
+  { $id: 'OpenAiError', description: 'Error object of the OpenAI-compatible routes' },
+);
+
+export function openAiError(status: number, code: string | null, message: string, param: string | null = null, headers: Record<string, string> = {}): HttpError {
+  return new HttpError(status, { error: { message, type: status >= 500 ? 'server_error' : ERROR_TYPE, param, code } } as unknown as ShapeABody, headers);
+}
+
 /** An error a handler throws to answer 422 in Shape B. */
 export class ValidationFailure extends Error {
   constructor(readonly detail: ValidationDetailBody[]) {

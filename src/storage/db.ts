@@ -43,11 +43,21 @@ export interface ConversationItemsTable {
   created_at: string;
 }
 
+export interface ClientSecretSessionsTable {
+  /** The token's jti. */
+  jti: string;
+  /** The session (JSON) the call made with this token starts from. */
+  session: string;
+  /** Unix seconds; the row is useless after the token expires. */
+  expires_at: number;
+}
+
 export interface Database {
   api_keys: ApiKeysTable;
   signing_keys: SigningKeysTable;
   conversations: ConversationsTable;
   conversation_items: ConversationItemsTable;
+  client_secret_sessions: ClientSecretSessionsTable;
 }
 
 export type Db = Kysely<Database>;

@@ -48,12 +48,23 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0002_client_secret_sessions': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('client_secret_sessions')
+        .addColumn('jti', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('session', 'text', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('client_secret_sessions_expires_at').on('client_secret_sessions').column('expires_at').execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
 export async function migrate(db: Db): Promise<void> {
-  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  const { error, results } = await new Migrator({ db, provider, allowUnorderedMigrations: true }).migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
     throw new Error(`database migration ${failed} failed: ${(error as Error).message ?? error}`);

@@ -1,0 +1,325 @@
+// OpenAI's Realtime (GA) protocol on the `oai-events` data channel, as its published clients
+// (@openai/agents-realtime, the openai library) send and read it: every client event validated by
+// schema, every server event with an event_id, items and responses with ids, errors naming the
+// client event that caused them.
+import { Type, type Static } from '@sinclair/typebox';
+import { Ajv } from 'ajv';
+import { randomId } from '../../auth/ids.js';
+import type { ResponseRequest } from '../../agent/types.js';
+import { newItemId, type ContentPart, type Item } from '../../session/conversation.js';
+import type { CallEvent, ResponseInfo } from '../../session/events.js';
+import type { SessionDefaults } from '../../session/session.js';
+import { readClientMessage } from './message.js';
+import { applyOpenAiSession, openAiSessionObject, paramProblem, ToolChoiceSchema, toolChoiceOf, type ParamProblem } from './openaiSession.js';
+import type { CallControl, ClientProtocol } from './types.js';
+
+const Id = Type.String({ minLength: 1, maxLength: 64 });
+const Text = Type.String({ maxLength: 32 * 1024 });
+
+const ContentPartSchema = Type.Union([
+  Type.Object({ type: Type.Union([Type.Literal('input_text'), Type.Literal('text'), Type.Literal('output_text')]), text: Text }),
+  Type.Object({ type: Type.Union([Type.Literal('input_audio'), Type.Literal('output_audio'), Type.Literal('audio')]), transcript: Type.Optional(Type.Union([Text, Type.Null()])) }),
+]);
+
+const ItemSchema = Type.Union([
+  Type.Object({
+    id: Type.Optional(Id),
+    type: Type.Optional(Type.Literal('message')),
+    role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('system')]),
+    content: Type.Array(ContentPartSchema, { minItems: 1, maxItems: 16 }),
+  }),
+  Type.Object({ id: Type.Optional(Id), type: Type.Literal('function_call_output'), call_id: Id, output: Text }),
+  Type.Object({ id: Type.Optional(Id), type: Type.Literal('function_call'), call_id: Id, name: Type.String({ maxLength: 128 }), arguments: Text }),
+]);
+
+const ResponseSchema = Type.Object({
+  instructions: Type.Optional(Type.String({ maxLength: 32 * 1024 })),
+  tools: Type.Optional(Type.Array(Type.Object({ type: Type.String(), name: Type.Optional(Type.String()), description: Type.Optional(Type.String()), parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }), { maxItems: 128 })),
+  tool_choice: Type.Optional(ToolChoiceSchema),
+  output_modalities: Type.Optional(Type.Array(Type.Union([Type.Literal('audio'), Type.Literal('text')]), { minItems: 1, maxItems: 2 })),
+  max_output_tokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 4096 }), Type.Literal('inf')])),
+  audio: Type.Optional(Type.Object({ output: Type.Optional(Type.Object({ voice: Type.Optional(Type.String({ maxLength: 64 })) })) })),
+  conversation: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('none')])),
+  input: Type.Optional(Type.Array(Type.Union([ItemSchema, Type.Object({ type: Type.Literal('item_reference'), id: Id })]), { maxItems: 256 })),
+  metadata: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
+});
+
+/** The client events, each with its schema (`type` and `event_id` are checked before). */
+const CLIENT_EVENTS = {
+  'session.update': Type.Object({ session: Type.Record(Type.String(), Type.Unknown()) }),
+  'input_audio_buffer.append': Type.Object({ audio: Type.String() }),
+  'input_audio_buffer.commit': Type.Object({}),
+  'input_audio_buffer.clear': Type.Object({}),
+  'conversation.item.create': Type.Object({ item: ItemSchema, previous_item_id: Type.Optional(Type.Union([Id, Type.Null()])) }),
+  'conversation.item.retrieve': Type.Object({ item_id: Id }),
+  'conversation.item.truncate': Type.Object({ item_id: Id, content_index: Type.Integer({ minimum: 0 }), audio_end_ms: Type.Integer({ minimum: 0 }) }),
+  'conversation.item.delete': Type.Object({ item_id: Id }),
+  'response.create': Type.Object({ response: Type.Optional(ResponseSchema) }),
+  'response.cancel': Type.Object({ response_id: Type.Optional(Id) }),
+  'output_audio_buffer.clear': Type.Object({}),
+} as const;
+type ClientEventType = keyof typeof CLIENT_EVENTS;
+type ClientEvent<T extends ClientEventType> = Static<(typeof CLIENT_EVENTS)[T]> & { event_id?: string };
+
+const ajv = new Ajv({ strict: false });
+const validators = Object.fromEntries(Object.entries(CLIENT_EVENTS).map(([type, schema]) => [type, ajv.compile(schema)])) as Record<ClientEventType, ReturnType<typeof ajv.compile>>;
+
+/** An item as the wire carries it. */
+export function wireItem(item: Item): Record<string, unknown> {
+  const base = { id: item.id, object: 'realtime.item', type: item.type, status: item.status };
+  switch (item.type) {
+    case 'message':
+      return { ...base, role: item.role, content: item.content.map((c) => ({ ...c })) };
+    case 'function_call':
+      return { ...base, call_id: item.callId, name: item.name, arguments: item.arguments };
+    case 'function_call_output':
+      return { ...base, call_id: item.callId, output: item.output };
+  }
+}
+
+/** A client's item in Parley's terms. */
+function itemFromWire(w: Static<typeof ItemSchema>): Item {
+  const id = w.id ?? newItemId();
+  if (w.type === 'function_call_output') return { id, type: 'function_call_output', status: 'completed', callId: w.call_id, output: w.output };
+  if (w.type === 'function_call') return { id, type: 'function_call', status: 'completed', callId: w.call_id, name: w.name, arguments: w.arguments };
+  const content = w.content.map((c): ContentPart => {
+    if ('text' in c) return w.role === 'assistant' ? { type: 'output_text', text: c.text } : { type: 'input_text', text: c.text };
+    return w.role === 'assistant' ? { type: 'output_audio', transcript: c.transcript ?? null } : { type: 'input_audio', transcript: c.transcript ?? null };
+  });
+  return { id, type: 'message', role: w.role, status: 'completed', content };
+}
+
+function wireResponse(r: ResponseInfo, conversationId: string, voice: string) {
+  const usage = r.usage ?? { inputTokens: 0, outputTokens: 0 };
+  return {
+    object: 'realtime.response',
+    id: r.id,
+    status: r.status,
+    status_details:
+      r.status === 'cancelled' ? { type: 'cancelled', reason: r.reason ?? 'client_cancelled' } : r.status === 'failed' ? { type: 'failed', error: { type: 'server_error', code: r.reason ?? 'server_error' } } : null,
+    output: r.output.map(wireItem),
+    conversation_id: r.inConversation ? conversationId : null,
+    output_modalities: ['audio'],
+    max_output_tokens: 'inf',
+    audio: { output: { format: { type: 'audio/pcm', rate: 24000 }, voice } },
+    usage: {
+      total_tokens: usage.inputTokens + usage.outputTokens,
+      input_tokens: usage.inputTokens,
+      output_tokens: usage.outputTokens,
+      input_token_details: { text_tokens: usage.inputTokens, audio_tokens: 0, cached_tokens: 0 },
+      output_token_details: { text_tokens: usage.outputTokens, audio_tokens: 0 },
+    },
+    metadata: r.metadata ?? null,
+  };
+}
+
+export function openAiProtocol(defaults: SessionDefaults) {
+  return (control: CallControl, send: (message: object) => void): ClientProtocol => {
+    const eventPrefix = `event_${randomId('', 6)}`;
+    let seq = 0;
+    const emit = (event: Record<string, unknown>) => send({ ...event, event_id: `${eventPrefix}${(seq++).toString(36)}` });
+    const fail = (problem: { code: string; message: string; param?: string | null; type?: string }, eventId?: string) =>
+      emit({
+        type: 'error',
+        error: { type: problem.type ?? 'invalid_request_error', code: problem.code, message: problem.message, param: problem.param ?? null, event_id: eventId ?? null },
+      });
+    const sessionObject = () => openAiSessionObject(control.session(), control.id);
+
+    const handlers: { [T in ClientEventType]: (e: ClientEvent<T>) => ParamProblem | { code: string; message: string; param?: string } | void } = {
+      'session.update': (e) => {
+        const result = applyOpenAiSession(control.session(), e.session, defaults.turnDetection);
+        if (!result.ok) return result.problem;
+        control.updateSession(result.session);
+        emit({ type: 'session.updated', session: sessionObject() });
+      },
+      'input_audio_buffer.append': () => ({
+        code: 'unsupported_over_webrtc',
+        message: 'Over WebRTC the caller\'s audio travels on the audio track; input_audio_buffer.append is not used.',
+      }),
+      'input_audio_buffer.commit': () => {
+        const r = control.commitInput();
+        if (!r.ok) return r;
+      },
+      'input_audio_buffer.clear': () => control.clearInput(),
+      'conversation.item.create': (e) => {
+        const placed = control.addItem(itemFromWire(e.item), e.previous_item_id);
+        if (!placed.ok) return { code: 'invalid_value', message: placed.message, param: 'previous_item_id' };
+      },
+      'conversation.item.retrieve': (e) => {
+        const item = control.conversation.get(e.item_id);
+        if (!item) return { code: 'item_not_found', message: `No item with id '${e.item_id}'.`, param: 'item_id' };
+        emit({ type: 'conversation.item.retrieved', item: wireItem(item) });
+      },
+      'conversation.item.truncate': (e) => {
+        const r = control.truncateItem(e.item_id, e.audio_end_ms);
+        if (!r.ok) return { code: 'invalid_value', message: r.message, param: 'item_id' };
+      },
+      'conversation.item.delete': (e) => {
+        if (!control.deleteItem(e.item_id)) return { code: 'item_not_found', message: `No item with id '${e.item_id}'.`, param: 'item_id' };
+      },
+      'response.create': (e) => {
+        const r = e.response ?? {};
+        const request: ResponseRequest = {
+          ...(r.instructions !== undefined ? { instructions: r.instructions } : {}),
+          ...(r.tools ? { tools: r.tools.filter((t) => t.type === 'function' && t.name).map((t) => ({ name: t.name!, ...(t.description ? { description: t.description } : {}), ...(t.parameters ? { parameters: t.parameters } : {}) })) } : {}),
+          ...(r.tool_choice !== undefined ? { toolChoice: toolChoiceOf(r.tool_choice) } : {}),
+          ...(r.output_modalities ? { outputModalities: r.output_modalities } : {}),
+          ...(r.max_output_tokens !== undefined ? { maxOutputTokens: r.max_output_tokens === 'inf' ? null : r.max_output_tokens } : {}),
+          ...(r.audio?.output?.voice ? { voice: r.audio.output.voice } : {}),
+          ...(r.conversation ? { conversation: r.conversation } : {}),
+          ...(r.metadata !== undefined ? { metadata: r.metadata } : {}),
+        };
+        if (r.input) {
+          const input: Item[] = [];
+          for (const w of r.input) {
+            if (w.type === 'item_reference') {
+              const ref = control.conversation.get(w.id);
+              if (!ref) return { code: 'item_not_found', message: `No item with id '${w.id}'.`, param: 'response.input' };
+              input.push(ref);
+            } else input.push(itemFromWire(w));
+          }
+          request.input = input;
+        }
+        const refused = control.createResponse(request);
+        if (!refused.ok) return refused;
+      },
+      'response.cancel': () => {
+        if (!control.cancelResponse()) return { code: 'response_cancel_not_active', message: 'There is no response in progress to cancel.' };
+      },
+      'output_audio_buffer.clear': () => control.clearOutputAudio(),
+    };
+
+    function deliver(event: CallEvent): void {
+      switch (event.type) {
+        case 'input.speech_started':
+          return emit({ type: 'input_audio_buffer.speech_started', item_id: event.itemId, audio_start_ms: event.audioStartMs });
+        case 'input.speech_stopped':
+          return emit({ type: 'input_audio_buffer.speech_stopped', item_id: event.itemId, audio_end_ms: event.audioEndMs });
+        case 'input.committed':
+          return emit({ type: 'input_audio_buffer.committed', item_id: event.itemId, previous_item_id: event.previousItemId });
+        case 'input.cleared':
+          return emit({ type: 'input_audio_buffer.cleared' });
+        case 'input.timeout_triggered':
+          return emit({ type: 'input_audio_buffer.timeout_triggered', audio_start_ms: event.audioStartMs, audio_end_ms: event.audioEndMs, item_id: newItemId() });
+        case 'transcription.delta':
+          return emit({ type: 'conversation.item.input_audio_transcription.delta', item_id: event.itemId, content_index: 0, delta: event.delta });
+        case 'transcription.completed':
+          return emit({ type: 'conversation.item.input_audio_transcription.completed', item_id: event.itemId, content_index: 0, transcript: event.transcript });
+        case 'transcription.failed':
+          return emit({
+            type: 'conversation.item.input_audio_transcription.failed',
+            item_id: event.itemId,
+            content_index: 0,
+            error: { type: 'server_error', code: 'transcription_failed', message: event.message },
+          });
+        case 'item.added':
+          return emit({ type: 'conversation.item.added', item: wireItem(event.item), previous_item_id: event.previousItemId });
+        case 'item.done':
+          return emit({ type: 'conversation.item.done', item: wireItem(event.item), previous_item_id: event.previousItemId });
+        case 'item.deleted':
+          return emit({ type: 'conversation.item.deleted', item_id: event.itemId });
+        case 'item.truncated':
+          return emit({ type: 'conversation.item.truncated', item_id: event.itemId, content_index: event.contentIndex, audio_end_ms: event.audioEndMs });
+        case 'response.created':
+          return emit({ type: 'response.created', response: wireResponse(event.response, control.id, control.session().voice) });
+        case 'response.output_item.added': {
+          emit({ type: 'response.output_item.added', response_id: event.responseId, output_index: event.outputIndex, item: wireItem(event.item) });
+          if (event.item.type === 'message') {
+            const part = event.item.content[0]?.type === 'output_audio' ? { type: 'audio', transcript: '' } : { type: 'text', text: '' };
+            emit({ type: 'response.content_part.added', response_id: event.responseId, item_id: event.item.id, output_index: event.outputIndex, content_index: 0, part });
+          }
+          return;
+        }
+        case 'response.text.delta':
+          return emit({
+            type: event.audio ? 'response.output_audio_transcript.delta' : 'response.output_text.delta',
+            response_id: event.responseId,
+            item_id: event.itemId,
+            output_index: event.outputIndex,
+            content_index: 0,
+            delta: event.delta,
+          });
+        case 'response.text.done':
+          return emit({
+            type: event.audio ? 'response.output_audio_transcript.done' : 'response.output_text.done',
+            response_id: event.responseId,
+            item_id: event.itemId,
+            output_index: event.outputIndex,
+            content_index: 0,
+            ...(event.audio ? { transcript: event.text } : { text: event.text }),
+          });
+        case 'response.audio.done':
+          return emit({ type: 'response.output_audio.done', response_id: event.responseId, item_id: event.itemId, output_index: event.outputIndex, content_index: 0 });
+        case 'response.function_call_arguments.delta':
+          return emit({ type: 'response.function_call_arguments.delta', response_id: event.responseId, item_id: event.itemId, output_index: event.outputIndex, call_id: event.callId, delta: event.delta });
+        case 'response.function_call_arguments.done':
+          return emit({
+            type: 'response.function_call_arguments.done',
+            response_id: event.responseId,
+            item_id: event.itemId,
+            output_index: event.outputIndex,
+            call_id: event.callId,
+            name: event.name,
+            arguments: event.arguments,
+          });
+        case 'response.output_item.done': {
+          const item = event.item;
+          if (item.type === 'message') {
+            const c = item.content[0];
+            const part = c?.type === 'output_audio' ? { type: 'audio', transcript: c.transcript ?? '' } : { type: 'text', text: c?.type === 'output_text' ? c.text : '' };
+            emit({ type: 'response.content_part.done', response_id: event.responseId, item_id: item.id, output_index: event.outputIndex, content_index: 0, part });
+          }
+          return emit({ type: 'response.output_item.done', response_id: event.responseId, output_index: event.outputIndex, item: wireItem(item) });
+        }
+        case 'response.done':
+          return emit({ type: 'response.done', response: wireResponse(event.response, control.id, control.session().voice) });
+        case 'response.audio.started':
+          // Parley's own: where the time to the first audio went (clients ignore unknown types).
+          return emit({ type: 'parley.response.timings', response_id: event.responseId, item_id: event.itemId, timings: event.timings });
+        case 'output_audio.started':
+          return emit({ type: 'output_audio_buffer.started', response_id: event.responseId });
+        case 'output_audio.stopped':
+          return emit({ type: 'output_audio_buffer.stopped', response_id: event.responseId });
+        case 'output_audio.cleared':
+          return emit({ type: 'output_audio_buffer.cleared', response_id: event.responseId });
+        case 'error':
+          return fail({ type: event.kind, code: event.code, message: event.message, param: event.param ?? null }, event.eventId);
+        case 'response.interrupted':
+          return;
+      }
+    }
+
+    return {
+      opened() {
+        emit({ type: 'session.created', session: sessionObject() });
+        emit({ type: 'conversation.created', conversation: { id: control.id, object: 'realtime.conversation' } });
+      },
+
+      receive(text) {
+        const reading = readClientMessage(text);
+        if (!reading.ok) return fail({ code: reading.code, message: reading.message });
+        const m = reading.message;
+        const eventId = typeof m.event_id === 'string' ? m.event_id.slice(0, 128) : undefined;
+        const type = m.type;
+        if (typeof type !== 'string') return fail({ code: 'missing_required_parameter', message: "Missing required parameter: 'type'.", param: 'type' }, eventId);
+        if (!(type in CLIENT_EVENTS)) return fail({ code: 'invalid_value', message: `Invalid value: '${type.slice(0, 64)}'. Supported values are: ${Object.keys(CLIENT_EVENTS).join(', ')}.`, param: 'type' }, eventId);
+        const kind = type as ClientEventType;
+        const validate = validators[kind];
+        if (!validate(m)) return fail(paramProblem(validate.errors, ''), eventId);
+        try {
+          const problem = (handlers[kind] as (e: unknown) => ReturnType<(typeof handlers)[ClientEventType]>)(m);
+          if (problem) fail(problem, eventId);
+        } catch (err) {
+          control.logFailure(err as Error);
+          fail({ type: 'server_error', code: 'server_error', message: 'The event could not be handled.' }, eventId);
+        }
+      },
+
+      deliver,
+
+      ended(reason) {
+        emit({ type: 'parley.session.ended', reason });
+      },
+    };
+  };
+}

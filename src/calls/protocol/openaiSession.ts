@@ -1,0 +1,202 @@
+// OpenAI's Realtime (GA) session object: read into Parley's Session (client_secrets, the calls
+// request's `session` part, `session.update`) and written out of it (`session.created`/`.updated`,
+// the client_secrets answer). Fields Parley has no use for (audio formats, noise reduction, tracing,
+// prompts) are accepted and left alone: WebRTC carries Opus whatever the format says.
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Ajv, type ErrorObject } from 'ajv';
+import { VOICES } from '../../session/catalog.js';
+import { MAX_INSTRUCTIONS } from '../../session/params.js';
+import { defaultSession, type Session, type SessionDefaults, type TurnDetection } from '../../session/session.js';
+import type { ToolChoice } from '../../session/tools.js';
+
+const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+
+const ServerVad = Type.Object({
+  type: Type.Literal('server_vad'),
+  threshold: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+  prefix_padding_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 5000 })),
+  silence_duration_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000 })),
+  idle_timeout_ms: Type.Optional(Nullable(Type.Integer({ minimum: 1000, maximum: 600_000 }))),
+  create_response: Type.Optional(Type.Boolean()),
+  interrupt_response: Type.Optional(Type.Boolean()),
+});
+
+const SemanticVad = Type.Object({
+  type: Type.Literal('semantic_vad'),
+  eagerness: Type.Optional(Type.Union([Type.Literal('low'), Type.Literal('medium'), Type.Literal('high'), Type.Literal('auto')])),
+  create_response: Type.Optional(Type.Boolean()),
+  interrupt_response: Type.Optional(Type.Boolean()),
+});
+
+const FunctionTool = Type.Object({
+  type: Type.Literal('function'),
+  name: Type.String({ minLength: 1, maxLength: 128 }),
+  description: Type.Optional(Type.String({ maxLength: 8192 })),
+  parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+});
+
+export const ToolChoiceSchema = Type.Union([
+  Type.Literal('auto'),
+  Type.Literal('none'),
+  Type.Literal('required'),
+  Type.Object({ type: Type.Literal('function'), name: Type.String() }),
+]);
+
+export const OpenAiSessionSchema = Type.Object({
+  type: Type.Optional(Type.Literal('realtime')),
+  model: Type.Optional(Type.String({ maxLength: 128 })),
+  instructions: Type.Optional(Type.String({ maxLength: MAX_INSTRUCTIONS })),
+  output_modalities: Type.Optional(Type.Array(Type.Union([Type.Literal('audio'), Type.Literal('text')]), { minItems: 1, maxItems: 2 })),
+  audio: Type.Optional(
+    Type.Object({
+      input: Type.Optional(
+        Type.Object({
+          transcription: Type.Optional(Type.Union([Type.Null(), Type.Object({ model: Type.Optional(Type.String()) })])),
+          turn_detection: Type.Optional(Type.Union([Type.Null(), ServerVad, SemanticVad])),
+        }),
+      ),
+      output: Type.Optional(
+        Type.Object({
+          voice: Type.Optional(Type.String({ maxLength: 64 })),
+          speed: Type.Optional(Type.Number({ minimum: 0.25, maximum: 4 })),
+        }),
+      ),
+    }),
+  ),
+  tools: Type.Optional(Type.Array(Type.Union([FunctionTool, Type.Object({ type: Type.String() })]), { maxItems: 128 })),
+  tool_choice: Type.Optional(ToolChoiceSchema),
+  max_output_tokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 4096 }), Type.Literal('inf')])),
+  temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
+});
+export type OpenAiSessionInput = Static<typeof OpenAiSessionSchema>;
+
+const validate = new Ajv({ strict: false, allErrors: false }).compile(OpenAiSessionSchema);
+
+/** An OpenAI-shaped problem: the dotted parameter and a message naming it. */
+export interface ParamProblem {
+  code: 'invalid_value' | 'invalid_type' | 'missing_required_parameter';
+  param: string;
+  message: string;
+}
+
+/** The first problem Ajv found, worded as OpenAI's API words it, `param` rooted at `root`. */
+export function paramProblem(errors: ErrorObject[] | null | undefined, root: string): ParamProblem {
+  // A union reports every branch's complaint: the deepest one is about the field the client meant,
+  // and among equals, a branch's discriminator (`const`) is the least telling.
+  const depth = (x: ErrorObject) => x.instancePath.split('/').length + (x.keyword === 'required' ? 1 : 0);
+  const rank = (x: ErrorObject) => depth(x) * 4 - (x.keyword === 'anyOf' ? 3 : x.keyword === 'const' ? 2 : x.keyword === 'type' ? 1 : 0);
+  const e = [...(errors ?? [])].sort((a, b) => rank(b) - rank(a))[0];
+  const path = [root, ...(e?.instancePath.split('/').filter(Boolean) ?? [])].filter(Boolean);
+  if (e?.keyword === 'required') {
+    const param = [...path, String((e.params as { missingProperty: string }).missingProperty)].join('.');
+    return { code: 'missing_required_parameter', param, message: `Missing required parameter: '${param}'.` };
+  }
+  const param = path.join('.');
+  if (e?.keyword === 'type') return { code: 'invalid_type', param, message: `Invalid type for '${param}': expected ${(e.params as { type: string }).type}.` };
+  return { code: 'invalid_value', param, message: `Invalid value for '${param}': ${e?.message ?? 'not allowed'}.` };
+}
+
+const VOICE_NAMES = new Set(VOICES.map((v) => v.name));
+/** Silence that ends a turn under semantic_vad, by eagerness (undefined: the configured default). */
+const SEMANTIC_SILENCE_MS: Record<string, number | undefined> = { low: 1200, high: 250 };
+
+/** What a call through the OpenAI front door starts from, before the app's own session. */
+export function openAiDefaultSession(defaults: SessionDefaults): Session {
+  return { ...defaultSession(defaults), model: 'gpt-realtime', voice: VOICE_NAMES.has('alloy') ? 'alloy' : defaultSession(defaults).voice, modalities: ['audio'] };
+}
+
+export type OpenAiSessionResult = { ok: true; session: Session } | { ok: false; problem: ParamProblem };
+
+/** OpenAI session fields applied over `current` (fields not given keep their value). */
+export function applyOpenAiSession(current: Session, input: unknown, defaults: TurnDetection, root = 'session'): OpenAiSessionResult {
+  if (!validate(input)) return { ok: false, problem: paramProblem(validate.errors, root) };
+  const s = input as OpenAiSessionInput;
+  const next: Session = { ...current };
+  if (s.model !== undefined) next.model = s.model;
+  if (s.instructions !== undefined) next.instructions = s.instructions;
+  if (s.temperature !== undefined) next.temperature = s.temperature;
+  if (s.output_modalities) next.outputModalities = [...new Set(s.output_modalities)];
+  const voice = s.audio?.output?.voice;
+  if (voice !== undefined) {
+    if (!VOICE_NAMES.has(voice)) {
+      const param = `${root}.audio.output.voice`;
+      return { ok: false, problem: { code: 'invalid_value', param, message: `Invalid value for '${param}': '${voice}' is not a voice of this server (GET /v1/realtime/voices).` } };
+    }
+    next.voice = voice;
+  }
+  const input_ = s.audio?.input;
+  if (input_?.transcription !== undefined) next.transcribeInput = input_.transcription !== null;
+  if (input_?.turn_detection !== undefined) next.turnDetection = turnDetectionOf(input_.turn_detection, defaults);
+  if (s.tools) {
+    next.tools = s.tools
+      .filter((t): t is Static<typeof FunctionTool> => t.type === 'function' && 'name' in t)
+      .map((t) => ({ name: t.name, ...(t.description ? { description: t.description } : {}), ...(t.parameters ? { parameters: t.parameters } : {}) }));
+  }
+  if (s.tool_choice !== undefined) next.toolChoice = toolChoiceOf(s.tool_choice);
+  if (s.max_output_tokens !== undefined) next.maxOutputTokens = s.max_output_tokens === 'inf' ? null : s.max_output_tokens;
+  return { ok: true, session: next };
+}
+
+export function toolChoiceOf(choice: Static<typeof ToolChoiceSchema>): ToolChoice {
+  return typeof choice === 'string' ? choice : { name: choice.name };
+}
+
+function turnDetectionOf(wire: Static<typeof ServerVad> | Static<typeof SemanticVad> | null, defaults: TurnDetection): TurnDetection {
+  if (wire === null) return { ...defaults, type: 'none', createResponse: false, idleTimeoutMs: null };
+  const common = { createResponse: wire.create_response ?? true, interruptResponse: wire.interrupt_response ?? true };
+  if (wire.type === 'semantic_vad') {
+    return { ...defaults, ...common, type: 'semantic_vad', silenceMs: SEMANTIC_SILENCE_MS[wire.eagerness ?? 'auto'] ?? defaults.silenceMs, idleTimeoutMs: null };
+  }
+  return {
+    ...defaults,
+    ...common,
+    type: 'server_vad',
+    threshold: wire.threshold ?? defaults.threshold,
+    prefixPaddingMs: wire.prefix_padding_ms ?? defaults.prefixPaddingMs,
+    silenceMs: wire.silence_duration_ms ?? defaults.silenceMs,
+    idleTimeoutMs: wire.idle_timeout_ms ?? null,
+  };
+}
+
+/** The session object OpenAI's clients read. */
+export function openAiSessionObject(session: Session, id: string) {
+  const td = session.turnDetection;
+  return {
+    type: 'realtime',
+    object: 'realtime.session',
+    id,
+    model: session.model,
+    output_modalities: session.outputModalities,
+    instructions: session.instructions ?? '',
+    tools: session.tools.map((t) => ({ type: 'function', name: t.name, description: t.description ?? '', parameters: t.parameters ?? { type: 'object', properties: {} } })),
+    tool_choice: typeof session.toolChoice === 'string' ? session.toolChoice : { type: 'function', name: session.toolChoice.name },
+    max_output_tokens: session.maxOutputTokens ?? 'inf',
+    tracing: null,
+    prompt: null,
+    truncation: 'auto',
+    expires_at: 0,
+    include: null,
+    audio: {
+      input: {
+        format: { type: 'audio/pcm', rate: 24000 },
+        transcription: session.transcribeInput ? { model: 'parley' } : null,
+        noise_reduction: null,
+        turn_detection:
+          td.type === 'none'
+            ? null
+            : td.type === 'semantic_vad'
+              ? { type: 'semantic_vad', eagerness: 'auto', create_response: td.createResponse, interrupt_response: td.interruptResponse }
+              : {
+                  type: 'server_vad',
+                  threshold: td.threshold,
+                  prefix_padding_ms: td.prefixPaddingMs,
+                  silence_duration_ms: td.silenceMs,
+                  idle_timeout_ms: td.idleTimeoutMs,
+                  create_response: td.createResponse,
+                  interrupt_response: td.interruptResponse,
+                },
+      },
+      output: { format: { type: 'audio/pcm', rate: 24000 }, voice: session.voice, speed: 1 },
+    },
+  };
+}

@@ -1,0 +1,165 @@
+// The OpenAI front door (Realtime GA over WebRTC), for apps built on `openai` and
+// `@openai/agents-realtime`: client_secrets, calls with a raw SDP or multipart body answered with
+// the SDP itself (201, Location), and hangup. Errors are OpenAI's error objects.
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { CallCapacityExceeded, OfferRejected } from '../../calls/callManager.js';
+import { applyOpenAiSession, openAiDefaultSession, openAiSessionObject, paramProblem } from '../../calls/protocol/openaiSession.js';
+import { readOffer } from '../../calls/sdpOffer.js';
+import type { Session } from '../../session/session.js';
+import type { Services } from '../../services.js';
+import { CLIENT_SECRET_PREFIX, openAiKeyError, requireApiKey, requireToken, requireTokenOrApiKey } from '../auth.js';
+import { HttpError, openAiError } from '../errors.js';
+
+/** OpenAI's client secrets live 10 s to 2 h, 10 min unless asked. */
+const ClientSecretsCreate = Type.Object({
+  expires_after: Type.Optional(
+    Type.Object({ anchor: Type.Optional(Type.Literal('created_at')), seconds: Type.Optional(Type.Integer({ minimum: 10, maximum: 7200 })) }),
+  ),
+  session: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+});
+const DEFAULT_SECRET_SECONDS = 600;
+
+/** Which calls requests this plugin answers: raw SDP or multipart, as OpenAI's clients send them. */
+export const OPENAI_CALL_FORMS = /^(application\/sdp|multipart\/form-data)\b/i;
+
+/** The OpenAI-form calls route shares its path with the Orga JSON form; the request's Content-Type picks. */
+export const callFormConstraint = {
+  name: 'callForm',
+  storage() {
+    const handlers = new Map<string, unknown>();
+    return { get: (k: string) => (handlers.get(k) ?? null) as never, set: (k: string, v: unknown) => void handlers.set(k, v) };
+  },
+  deriveConstraint: (req: { headers: Record<string, string | string[] | undefined> }) =>
+    OPENAI_CALL_FORMS.test(String(req.headers['content-type'] ?? '')) ? 'openai' : 'orga',
+  mustMatchWhenDerived: false,
+  validate(value: unknown) {
+    if (value !== 'openai' && value !== 'orga') throw new Error('callForm is openai or orga');
+  },
+};
+
+function bodyProblem(req: FastifyRequest): HttpError | undefined {
+  const v = req.validationError as (Error & { validation?: Parameters<typeof paramProblem>[0] }) | undefined;
+  if (!v) return undefined;
+  if (!v.validation) return openAiError(400, 'invalid_json', 'The body is not valid JSON.');
+  const p = paramProblem(v.validation, '');
+  return openAiError(400, p.code, p.message, p.param || null);
+}
+
+/** An SDP offer and an optional session (JSON), from either form. */
+async function readCallForm(req: FastifyRequest): Promise<{ sdp: string; session: unknown }> {
+  if (typeof req.body === 'string') return { sdp: req.body, session: undefined };
+  const form = req.body as FormData;
+  const sdp = form.get('sdp');
+  if (sdp === null) throw openAiError(400, 'missing_required_parameter', "Missing required parameter: 'sdp'.", 'sdp');
+  const sessionPart = form.get('session');
+  let session: unknown;
+  if (sessionPart !== null) {
+    try {
+      session = JSON.parse(typeof sessionPart === 'string' ? sessionPart : await sessionPart.text());
+    } catch {
+      throw openAiError(400, 'invalid_json', "The 'session' part is not valid JSON.", 'session');
+    }
+  }
+  return { sdp: typeof sdp === 'string' ? sdp : await sdp.text(), session };
+}
+
+export const openAiRoutes = (services: Services): FastifyPluginAsync => async (app) => {
+  // Raw SDP as text; multipart parsed by the platform's FormData (undici), within the body limit.
+  app.addContentTypeParser('application/sdp', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser('multipart/form-data', { parseAs: 'buffer' }, (req, body, done) => {
+    new Response(new Uint8Array(body as Buffer), { headers: { 'content-type': String(req.headers['content-type']) } })
+      .formData()
+      .then((form) => done(null, form), () => done(openAiError(400, 'invalid_multipart', 'The multipart body cannot be read.'), undefined));
+  });
+
+  app.post<{ Body: Static<typeof ClientSecretsCreate> }>(
+    '/v1/realtime/client_secrets',
+    {
+      onRequest: requireApiKey(services, openAiKeyError),
+      attachValidation: true,
+      schema: {
+        summary: "OpenAI's client secret: an ephemeral key (ek_…) for a browser, with the call's initial session",
+        body: ClientSecretsCreate,
+        response: { 200: Type.Object({ value: Type.String(), expires_at: Type.Integer(), session: Type.Record(Type.String(), Type.Unknown()) }), 400: { $ref: 'OpenAiError#' }, 401: { $ref: 'OpenAiError#' } },
+      },
+    },
+    async (req) => {
+      const problem = bodyProblem(req);
+      if (problem) throw problem;
+      const wire = req.body?.session;
+      if (wire && wire.type !== undefined && wire.type !== 'realtime') {
+        throw openAiError(400, 'invalid_value', "Only realtime sessions are supported (session.type 'realtime').", 'session.type');
+      }
+      const applied = applyOpenAiSession(openAiDefaultSession(services.sessionDefaults), wire ?? {}, services.sessionDefaults.turnDetection);
+      if (!applied.ok) throw openAiError(400, applied.problem.code, applied.problem.message, applied.problem.param);
+      const { token, claims } = services.tokens.mint(req.apiKeyId!, undefined, req.body?.expires_after?.seconds ?? DEFAULT_SECRET_SECONDS);
+      services.metrics.tokensIssued.inc();
+      if (wire) await services.clientSecretSessions.put(claims.jti, applied.session, claims.exp);
+      return { value: CLIENT_SECRET_PREFIX + token, expires_at: claims.exp, session: openAiSessionObject(applied.session, `sess_${claims.jti}`) };
+    },
+  );
+
+  app.post(
+    '/v1/realtime/calls',
+    {
+      constraints: { callForm: 'openai' },
+      onRequest: requireToken(services),
+      schema: {
+        summary: 'OpenAI form: the raw SDP offer (application/sdp) or multipart sdp + session; 201 with the SDP answer and Location',
+        consumes: ['application/sdp', 'multipart/form-data'],
+        produces: ['application/sdp'],
+        response: { 201: Type.String({ description: 'The SDP answer (application/sdp)' }), 400: { $ref: 'OpenAiError#' }, 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' }, 503: { $ref: 'OpenAiError#' } },
+      },
+    },
+    async (req, reply) => {
+      const { sdp, session: wire } = await readCallForm(req);
+      const reading = readOffer(sdp);
+      if (!reading.ok) throw openAiError(400, 'invalid_offer', `The SDP offer cannot be used: ${reading.problems.join('; ')}.`, 'sdp');
+      // The app's session: what it set at client_secrets, then the request's own.
+      let session: Session = openAiDefaultSession(services.sessionDefaults);
+      const minted = await services.clientSecretSessions.get(req.token!.jti);
+      if (minted) session = { ...session, ...(minted as Session) };
+      if (wire !== undefined) {
+        const applied = applyOpenAiSession(session, wire, services.sessionDefaults.turnDetection);
+        if (!applied.ok) throw openAiError(400, applied.problem.code, applied.problem.message, applied.problem.param);
+        session = applied.session;
+      }
+      try {
+        const { answerSdp, conversationId } = await services.calls.create({
+          apiKeyId: req.apiKeyId!,
+          endUser: req.token!.end_user ?? null,
+          offerSdp: sdp,
+          plan: reading.plan,
+          candidates: [],
+          session,
+          protocol: 'openai',
+        });
+        return reply.code(201).type('application/sdp').header('Location', `/v1/realtime/calls/${conversationId}`).send(answerSdp);
+      } catch (err) {
+        if (err instanceof CallCapacityExceeded) throw openAiError(503, 'server_busy', err.message, null, { 'Retry-After': '5' });
+        if (err instanceof OfferRejected) throw openAiError(400, 'invalid_offer', `The SDP offer could not be applied: ${err.message}`, 'sdp');
+        throw err;
+      }
+    },
+  );
+
+  app.post<{ Params: { id: string } }>(
+    '/v1/realtime/calls/:id/hangup',
+    {
+      onRequest: requireTokenOrApiKey(services),
+      schema: {
+        summary: 'Ends a call (API key of its owner, or a token of that key)',
+        params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
+        response: { 200: Type.Object({}), 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' }, 404: { $ref: 'OpenAiError#' } },
+      },
+    },
+    async (req) => {
+      const call = services.calls.get(req.params.id);
+      // Another key's call is indistinguishable from a missing one.
+      if (!call || call.apiKeyId !== req.apiKeyId) throw openAiError(404, 'call_not_found', `No live call with id '${req.params.id}'.`, 'call_id');
+      await call.end('hangup_request');
+      return {};
+    },
+  );
+};
