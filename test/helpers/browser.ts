@@ -37,13 +37,15 @@ export interface LaunchedBrowser {
  * close), so runs never share a profile. `ignoreDefaultArgs` keeps Playwright from adding flags of
  * its own; it still needs the profile directory and the pipe it drives the browser through.
  */
-export async function launchBrowser(): Promise<LaunchedBrowser> {
+export async function launchBrowser(opts: { fakeAudioFile?: string } = {}): Promise<LaunchedBrowser> {
   const userDataDir = mkdtempSync(join(tmpdir(), 'parley-chromium-'));
+  // The fake microphone plays this WAV once (%noloop) from when the page opens it.
+  const audio = opts.fakeAudioFile ? [`--use-file-for-fake-audio-capture=${opts.fakeAudioFile}%noloop`] : [];
   const browser = await chromium
     .launch({
       executablePath: CHROMIUM_PATH,
       ignoreDefaultArgs: true,
-      args: [...CHROMIUM_FLAGS, `--user-data-dir=${userDataDir}`, '--remote-debugging-pipe'],
+      args: [...CHROMIUM_FLAGS, ...audio, `--user-data-dir=${userDataDir}`, '--remote-debugging-pipe'],
       timeout: 30_000,
     })
     .catch((err: Error) => {

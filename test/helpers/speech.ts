@@ -1,10 +1,11 @@
 // Spoken test input: a sentence synthesised with flite's slt voice (pocketsphinx understands it, unlike
 // espeak-ng's), resampled with sox to 48 kHz mono 16-bit PCM.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import wrtc from '@roamhq/wrtc';
+import { encodeWav } from '../../src/media/audio/wav.ts';
 import type { RtcClient } from './rtcClient.ts';
 
 export function speak(text: string): Int16Array {
@@ -19,6 +20,17 @@ export function speak(text: string): Int16Array {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A WAV file (48 kHz mono 16-bit) for Chromium's fake microphone: spoken parts and silences in
+ * order, e.g. `[{ silenceMs: 2000 }, 'what time is it', { silenceMs: 3000 }]`.
+ */
+export function speechWav(path: string, parts: (string | { silenceMs: number })[]): string {
+  const pcm = parts.map((p) => (typeof p === 'string' ? speak(p) : new Int16Array(Math.round(p.silenceMs * 48))));
+  const out = encodeWav(pcm, 48_000);
+  writeFileSync(path, out);
+  return path;
 }
 
 /**
