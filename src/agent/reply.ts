@@ -281,11 +281,12 @@ export class Reply {
     const { ctx, settings } = this.opts;
     const outputIndex = this.indexOf(message);
     const part = message.content[0]!;
+    const text = this.text.trim();
     if (status === 'completed') {
-      if (part.type === 'output_audio') part.transcript = this.text;
-      else if (part.type === 'output_text') part.text = this.text;
+      if (part.type === 'output_audio') part.transcript = text;
+      else if (part.type === 'output_text') part.text = text;
     } else if (part.type === 'output_text') {
-      part.text = this.text;
+      part.text = text;
     }
     const said = part.type === 'output_audio' ? (part.transcript ?? '') : part.type === 'output_text' ? part.text : '';
     ctx.emit({ type: 'response.text.done', responseId: this.id, itemId: message.id, outputIndex, audio: settings.audio, text: said });

@@ -63,7 +63,8 @@ export const OpenAiSessionSchema = Type.Object({
       ),
     }),
   ),
-  tools: Type.Optional(Type.Array(Type.Union([FunctionTool, Type.Object({ type: Type.String() })]), { maxItems: 128 })),
+  // Other tool kinds (hosted MCP…) are accepted and not offered to the model.
+  tools: Type.Optional(Type.Array(Type.Union([FunctionTool, Type.Object({ type: Type.String({ pattern: '^(?!function$)' }) })]), { maxItems: 128 })),
   tool_choice: Type.Optional(ToolChoiceSchema),
   max_output_tokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 4096 }), Type.Literal('inf')])),
   temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),

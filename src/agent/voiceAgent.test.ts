@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { MessageItem } from '../session/conversation.ts';
+import type { Session } from '../session/session.ts';
+import type { VoiceStages } from './stages.ts';
+import type { RecognitionStream } from './stt/types.ts';
+import { fakeContext, fakeSpeak, scriptedModel, settle } from './testing/fakes.ts';
+import type { TurnListener } from './turn/types.ts';
+import { VoiceAgent } from './voiceAgent.ts';
+
+/** Stages the test drives: it says when the caller speaks and what the recogniser heard. */
+function fakeStages(transcripts: string[]) {
+  let listener: TurnListener | undefined;
+  const recognitions: { written: number; aborted: boolean }[] = [];
+  const stages: VoiceStages = {
+    turnDetector: (_options, l) => {
+      listener = l;
+      return { push: () => {}, configure: () => {}, reset: () => {}, close: () => {} };
+    },
+    recognizer: {
+      name: 'fake',
+      start(): RecognitionStream {
+        const r = { written: 0, aborted: false };
+        recognitions.push(r);
+        let finish: (t: string) => void = () => {};
+        const text = new Promise<string>((resolve) => (finish = resolve));
+        return {
+          write: (pcm) => void (r.written += pcm.length),
+          onPartial: () => {},
+          finish: () => (finish(transcripts.shift() ?? ''), text),
+          abort: () => void (r.aborted = true),
+        };
+      },
+      health: () => ({ state: 'ready' }),
+      close: async () => {},
+    },
+    speak: fakeSpeak(1000),
+    health: () => ({}),
+    close: async () => {},
+  };
+  return { stages, caller: () => listener!, recognitions };
+}
+
+function agent(transcripts: string[], session: Partial<Session> = {}, replyText = 'Fine, thanks. ') {
+  const f = fakeContext({ transcribeInput: true, ...session });
+  const s = fakeStages(transcripts);
+  const model = scriptedModel([{ type: 'text', delta: replyText }]);
+  const a = new VoiceAgent(f.ctx, { stages: s.stages, modelFor: () => model });
+  const speakTurn = (start: number, end: number) => {
+    s.caller().speechStarted(start, new Int16Array(160));
+    s.caller().speech(new Int16Array(320));
+    s.caller().speechStopped(end);
+  };
+  return { ...f, ...s, a, model, speakTurn };
+}
+
+describe('VoiceAgent', () => {
+  test('a spoken turn becomes a user item with its transcript and is answered', async () => {
+    const t = agent(['how are you']);
+    t.speakTurn(1000, 2000);
+    await settle(() => t.types().includes('response.done'), 'the reply');
+    const types = t.types();
+    for (const [a, b] of [['input.speech_started', 'input.speech_stopped'], ['input.committed', 'transcription.completed'], ['transcription.completed', 'response.created']]) {
+      assert.ok(types.indexOf(a!) < types.indexOf(b!), `${a} before ${b}: ${types.join(', ')}`);
+    }
+    const user = t.conversation.items[0] as MessageItem;
+    assert.deepEqual(user.content, [{ type: 'input_audio', transcript: 'how are you' }]);
+    assert.deepEqual(t.model.requests[0]!.messages, [{ role: 'user', content: 'how are you' }]);
+    assert.equal(t.recognitions[0]!.written, 160 + 320, 'preroll and speech reach the recogniser');
+    t.audio.play();
+    assert.ok(t.types().includes('output_audio.stopped'));
+    assert.deepEqual(t.turns, [{ role: 'user', text: 'how are you' }, { role: 'assistant', text: 'Fine, thanks.' }]);
+  });
+
+  test('barge-in: speaking over the reply stops it and clears its audio; the history keeps what was heard', async () => {
+    const t = agent(['tell me something', 'stop'], {}, 'one two three four ');
+    t.speakTurn(0, 1000);
+    await settle(() => t.types().includes('response.done'), 'the reply');
+    t.audio.play(500);
+    t.caller().speechStarted(3000, new Int16Array(0));
+    const interrupted = t.events.find((e) => e.type === 'response.interrupted');
+    assert.ok(interrupted && interrupted.type === 'response.interrupted' && interrupted.droppedAudioMs === 500);
+    assert.ok(t.types().includes('output_audio.cleared'));
+    assert.equal(t.audio.queuedMs, 0);
+    const reply = t.conversation.items[1] as MessageItem;
+    assert.deepEqual(reply.content, [{ type: 'output_audio', transcript: 'one two' }]);
+  });
+
+  test('with interrupt_response off, speaking does not stop the reply; with create_response off, turns are not answered', async () => {
+    const t = agent(['hello'], { turnDetection: { type: 'server_vad', threshold: 0.5, prefixPaddingMs: 300, silenceMs: 500, idleTimeoutMs: null, createResponse: false, interruptResponse: false } });
+    t.speakTurn(0, 1000);
+    await settle(() => t.types().includes('transcription.completed'), 'the transcript');
+    await new Promise((r) => setImmediate(r));
+    assert.ok(!t.types().includes('response.created'));
+    assert.equal(t.a.createResponse().ok, true, 'the client asks for the reply');
+    await settle(() => t.types().includes('response.done'), 'the reply');
+    t.caller().speechStarted(3000, new Int16Array(0));
+    assert.ok(!t.types().includes('response.interrupted'));
+    assert.equal(t.audio.queuedMs, 1000);
+  });
+
+  test('a caller who goes on speaking while the turn is transcribed is answered once, for both parts', async () => {
+    const t = agent(['my name is', 'Alice']);
+    t.caller().speechStarted(0, new Int16Array(0));
+    t.caller().speechStopped(1000);
+    t.caller().speechStarted(1200, new Int16Array(0));
+    await settle(() => t.types().includes('transcription.completed'), 'first part');
+    t.caller().speechStopped(2000);
+    await settle(() => t.types().includes('response.done'), 'the reply');
+    assert.equal(t.model.requests.length, 1);
+    assert.deepEqual(t.model.requests[0]!.messages, [{ role: 'user', content: 'my name is' }, { role: 'user', content: 'Alice' }]);
+  });
+
+  test('noise the recogniser heard as nothing leaves no item and no reply', async () => {
+    const t = agent(['']);
+    t.speakTurn(0, 500);
+    await settle(() => t.types().includes('item.deleted'), 'the empty item removed');
+    assert.equal(t.conversation.items.length, 0);
+    assert.ok(!t.types().includes('response.created'));
+  });
+
+  test('a second reply asked for while one is generated is refused', () => {
+    const t = agent([]);
+    assert.equal(t.a.createResponse().ok, true);
+    const refused = t.a.createResponse();
+    assert.ok(!refused.ok && refused.code === 'conversation_already_has_active_response');
+  });
+});
