@@ -59,7 +59,7 @@ describe('VoiceAgent', () => {
     const t = agent(['how are you']);
     t.speakTurn(1000, 2000);
     await settle(() => t.types().includes('response.done'), 'the reply');
-    const types = t.types();
+    const types: string[] = t.types();
     for (const [a, b] of [['input.speech_started', 'input.speech_stopped'], ['input.committed', 'transcription.completed'], ['transcription.completed', 'response.created']]) {
       assert.ok(types.indexOf(a!) < types.indexOf(b!), `${a} before ${b}: ${types.join(', ')}`);
     }
