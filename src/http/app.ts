@@ -29,7 +29,7 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
     // log lines name the request id themselves.
     childLoggerFactory: (logger) => logger as never,
     // The calls route has two forms on one path: Orga's JSON and OpenAI's SDP/multipart.
-    constraints: { callForm: callFormConstraint },
+    routerOptions: { constraints: { callForm: callFormConstraint } },
     ajv: { customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false } },
   }) as unknown as FastifyInstance;
 

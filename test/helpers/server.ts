@@ -40,7 +40,8 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
   let err = '';
   proc.stderr!.on('data', (d) => (err += d));
   const ready = await new Promise<{ baseUrl: string; devKey: string }>((resolveReady, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}\n${err}`)), 30_000);
+    // Generous: a loaded 2-core machine can take long to load the speech engines.
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}\n${err}`)), 60_000);
     proc.stdout!.on('data', (d) => {
       out += d;
       const m = /parley ready at (http:\/\/\S+)/.exec(out);
