@@ -18,6 +18,9 @@ import type { OfferPlan } from './sdpOffer.js';
 /** Data-channel labels of the known clients, and the protocol each speaks. */
 const PROTOCOL_OF_LABEL: Record<string, ProtocolName> = { 'orga-realtime-client-events': 'orga', 'oai-events': 'openai' };
 
+/** How long a closed event channel waits for its peer's own close before it ends the call. */
+const CHANNEL_CLOSE_GRACE_MS = 2000;
+
 /** Events held while the client's channel is not open yet. */
 const PENDING_EVENTS_LIMIT = 200;
 
@@ -191,6 +194,13 @@ export class Call implements CallControl {
     channel.onMessage((text) => {
       this.lifecycle.activity();
       protocol.receive(text);
+    });
+    channel.onClose(() => {
+      // A client hanging up closes its channel too (its peer's close follows); a session whose
+      // event channel is gone while its peer stays cannot go on.
+      setTimeout(() => {
+        if (!this.lifecycle.ended && this.channel === channel) this.lifecycle.end('ended', 'data_channel_closed');
+      }, CHANNEL_CLOSE_GRACE_MS).unref();
     });
     protocol.opened();
     for (const event of this.pending.splice(0)) protocol.deliver(event);
