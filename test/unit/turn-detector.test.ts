@@ -233,3 +233,14 @@ for (const [name, provider] of [['Silero', sileroVadProvider], ['WebRTC VAD', we
     }
   });
 }
+
+test('Silero judges windows asked for all at once in order, as if one after another', async () => {
+  const pcm = downsample48kTo16k(speak('hello there'));
+  const windows = Array.from({ length: Math.floor(pcm.length / 512) }, (_, i) => pcm.slice(i * 512, (i + 1) * 512));
+  const one = await sileroVadProvider.create();
+  const sequential: number[] = [];
+  for (const w of windows) sequential.push(await one.probability(w));
+  const other = await sileroVadProvider.create();
+  assert.deepEqual(await Promise.all(windows.map((w) => other.probability(w))), sequential);
+  assert.ok(Math.max(...sequential) > 0.9, 'the speech is heard');
+});

@@ -197,6 +197,8 @@ export class PocketSphinxRecognizer implements Recognizer {
         slot.recognitions.clear();
         // Terminating a worker inside a native call (loading the model, decoding) aborts the process:
         // let it finish its current message and leave by itself; terminate only if it does not.
+        // Meanwhile the worker keeps the process alive (it is unref'd while it serves).
+        slot.worker.ref();
         await Promise.race([slot.settled, new Promise((r) => setTimeout(r, 20_000).unref())]);
         const exited = new Promise((r) => slot.worker.once('exit', r));
         slot.worker.postMessage({ op: 'shutdown' } satisfies WorkerRequest);

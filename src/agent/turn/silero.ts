@@ -22,11 +22,21 @@ class SileroVad implements Vad {
 
   constructor(private readonly session: ort.InferenceSession) {}
 
-  async probability(window: Int16Array): Promise<number> {
-    if (window.length !== WINDOW) throw new Error(`Silero VAD judges ${WINDOW}-sample windows, got ${window.length}`);
+  /** The run before this one: each window needs the state the previous one left. */
+  private previous: Promise<unknown> = Promise.resolve();
+
+  probability(window: Int16Array): Promise<number> {
+    if (window.length !== WINDOW) return Promise.reject(new Error(`Silero VAD judges ${WINDOW}-sample windows, got ${window.length}`));
+    const samples = Float32Array.from(window, (s) => s / 32768);
+    const result = this.previous.then(() => this.run(samples));
+    this.previous = result.catch(() => {});
+    return result;
+  }
+
+  private async run(samples: Float32Array): Promise<number> {
     const input = this.input;
     input.copyWithin(0, WINDOW, WINDOW + CONTEXT);
-    for (let i = 0; i < WINDOW; i++) input[CONTEXT + i] = window[i]! / 32768;
+    input.set(samples, CONTEXT);
     const out = await this.session.run({
       input: new ort.Tensor('float32', input, [1, CONTEXT + WINDOW]),
       state: new ort.Tensor('float32', this.state, [2, 1, 128]),
