@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import { HttpRecognizer } from '../../src/agent/stt/http.ts';
 import { HttpSpeechEngine, PcmBodyDecoder } from '../../src/agent/tts/http.ts';
 import { StreamResamplerTo48k, resampleTo48k } from '../../src/media/audio/resample.ts';
+import { encodeWav } from '../../src/media/audio/wav.ts';
 import { until } from '../helpers/wait.ts';
 
 type Handler = (req: IncomingMessage, body: Buffer, res: ServerResponse) => void;
@@ -95,21 +96,11 @@ test('speech: the request asks for raw PCM; audio comes out while the body is st
 });
 
 test('speech: a service answering with a WAV file is read at its own rate', () => {
-  const { samples, bytes } = pcm24k(1600);
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0, 'ascii');
-  header.writeUInt32LE(0xffffffff, 4); // a streamed WAV's unknown length
-  header.write('WAVEfmt ', 8, 'ascii');
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(16_000, 24);
-  header.writeUInt32LE(32_000, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36, 'ascii');
-  header.writeUInt32LE(0xffffffff, 40);
-  const wav = Buffer.concat([header, bytes]);
+  const { samples } = pcm24k(1600);
+  const wav = encodeWav([samples], 16_000);
+  // A streamed WAV's unknown lengths.
+  wav.writeUInt32LE(0xffffffff, 4);
+  wav.writeUInt32LE(0xffffffff, 40);
   const decoder = new PcmBodyDecoder();
   const out: number[] = [];
   for (let i = 0; i < wav.length; i += 13) out.push(...decoder.push(wav.subarray(i, i + 13)));

@@ -50,7 +50,7 @@ export function createTurnDetector(vad: Vad, options: TurnDetectorOptions, liste
     const event = policy.step(p, w.start / RATE_KHZ, w.pcm.length / RATE_KHZ);
     if (wasInTurn) {
       listener.speech(w.pcm);
-      if (event?.type === 'stop') listener.speechStopped(event.endMs);
+      if (event?.type === 'stop') listener.speechStopped(Math.round(event.endMs));
       return;
     }
     recent.push(w);
@@ -63,7 +63,7 @@ export function createTurnDetector(vad: Vad, options: TurnDetectorOptions, liste
     const preroll = concat(recent.filter((x) => x.start < onset)).subarray(from - recent[0]!.start);
     const onsetWindows = recent.filter((x) => x.start >= onset);
     recent = [];
-    listener.speechStarted(from / RATE_KHZ, preroll);
+    listener.speechStarted(Math.round(from / RATE_KHZ), preroll);
     for (const x of onsetWindows) listener.speech(x.pcm);
   };
 
