@@ -39,12 +39,12 @@ const SPEECH_ENGINES: Record<TtsName, (c: StageConfig) => SpeechEngine> = {
 };
 
 /** STT_PROVIDER, or when unset: http if STT_URL is set, else the built-in recogniser. */
-export function recognizerName(c: StageConfig): SttName {
+function recognizerName(c: StageConfig): SttName {
   return c.STT_PROVIDER ?? (c.STT_URL ? 'http' : 'pocketsphinx');
 }
 
 /** TTS_PROVIDER, or when unset: http if TTS_URL is set, else the local voices. */
-export function speechEngineName(c: StageConfig): TtsName {
+function speechEngineName(c: StageConfig): TtsName {
   return c.TTS_PROVIDER ?? (c.TTS_URL ? 'http' : 'local');
 }
 

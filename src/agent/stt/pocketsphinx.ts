@@ -8,7 +8,7 @@ import type { EngineHealth } from '../health.js';
 import type { WorkerReply, WorkerRequest } from './pocketsphinxWorker.js';
 import type { RecognitionStream, Recognizer } from './types.js';
 
-export const POCKETSPHINX_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
+const POCKETSPHINX_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
 const WORKER_ENTRY = new URL('./pocketsphinxWorker.entry.mjs', import.meta.url);
 
 export interface PocketSphinxOptions {

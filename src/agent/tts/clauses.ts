@@ -32,7 +32,7 @@ export interface ClauseOptions {
 }
 
 /** For speaking a reply as it is written: a short first clause, then sentences (long ones at clause marks). */
-export const CLAUSES: ClauseOptions = { firstAtClauseMark: true, clauseMinChars: 60, maxChars: 250, firstMaxChars: 60 };
+const CLAUSES: ClauseOptions = { firstAtClauseMark: true, clauseMinChars: 60, maxChars: 250, firstMaxChars: 60 };
 /** Whole sentences only (a text already cut into clauses stays as it is). */
 export const SENTENCES: ClauseOptions = { firstAtClauseMark: false, clauseMinChars: Infinity, maxChars: 1000, firstMaxChars: 1000 };
 

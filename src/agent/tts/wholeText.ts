@@ -7,7 +7,7 @@ import { SENTENCES, splitClauses } from './clauses.js';
 import type { SpeechEngine } from './types.js';
 
 /** Speaks one short text (a clause) with `voice`, 48 kHz mono; rejects when `signal` aborts. */
-export type WholeTextSynthesis = (text: string, voice: string, signal: AbortSignal) => Promise<Int16Array>;
+type WholeTextSynthesis = (text: string, voice: string, signal: AbortSignal) => Promise<Int16Array>;
 
 export function wholeTextEngine(name: string, synthesizeWhole: WholeTextSynthesis, health: () => EngineHealth): SpeechEngine {
   return {

@@ -9,7 +9,7 @@ import type { EndpointingOptions, TurnDetector, TurnListener, Vad } from './type
 export type TurnDetectorOptions = EndpointingOptions & Partial<Pick<EndpointingPolicyOptions, 'maxTurnMs'>>;
 
 /** A turn longer than this is ended anyway, unless the options say otherwise. */
-export const MAX_TURN_MS = 30_000;
+const MAX_TURN_MS = 30_000;
 
 const RATE_KHZ = 16;
 

@@ -13,7 +13,7 @@ export interface EndpointingPolicyOptions extends EndpointingOptions {
 /** Speech this long (consecutive windows at or above the threshold) makes an onset: a click does not. */
 export const ONSET_MS = 60;
 /** How far under `threshold` a window must fall to count as silence (Silero's default hysteresis). */
-export const HYSTERESIS = 0.15;
+const HYSTERESIS = 0.15;
 
 export type EndpointEvent =
   | { type: 'start'; /** Start of the turn's first speech window, ms of audio. */ onsetMs: number }

