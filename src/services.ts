@@ -6,6 +6,7 @@ import { loadOrCreateLocalSecrets } from './auth/localSecrets.js';
 import { SigningKeyStore } from './auth/signingKeys.js';
 import { TokenService } from './auth/tokens.js';
 import { createAgents } from './agent/agents.js';
+import { endpointingDefaults } from './agent/providers.js';
 import type { AgentRegistry } from './agent/registry.js';
 import { CallManager } from './calls/callManager.js';
 import { Metrics } from './observability/metrics.js';
@@ -71,17 +72,7 @@ export interface Services extends Store {
 }
 
 function sessionDefaultsOf(config: Config): SessionDefaults {
-  return {
-    turnDetection: {
-      type: 'server_vad',
-      threshold: 0.5,
-      prefixPaddingMs: 300,
-      silenceMs: config.VAD_SILENCE_MS,
-      idleTimeoutMs: null,
-      createResponse: true,
-      interruptResponse: true,
-    },
-  };
+  return { turnDetection: { type: 'server_vad', ...endpointingDefaults(config), idleTimeoutMs: null, createResponse: true, interruptResponse: true } };
 }
 
 export async function createServices(config: Config, log: FastifyBaseLogger): Promise<Services> {
@@ -123,7 +114,7 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
       }).create(label),
   };
   const metrics = new Metrics();
-  const agents = createAgents(config, log);
+  const agents = createAgents(config, log, metrics);
   const sessionDefaults = sessionDefaultsOf(config);
   const protocols: Record<ProtocolName, ProtocolFactory> = { orga: orgaProtocol, openai: openAiProtocol(sessionDefaults) };
   const calls = new CallManager(peers, store.conversations, (model) => agents.registry.factoryFor(model), protocols, {

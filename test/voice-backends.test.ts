@@ -41,7 +41,13 @@ before(async () => {
     if (req.url === '/v1/audio/transcriptions') {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ text: 'hello from the transcription service' }));
     } else if (req.url === '/v1/audio/speech') {
-      res.writeHead(200, { 'content-type': 'audio/wav' }).end(toneWav());
+      // As OpenAI answers: `pcm` is raw 24 kHz 16-bit mono, streamed; otherwise a WAV.
+      const pcm = JSON.parse(Buffer.concat(chunks).toString()).response_format === 'pcm';
+      const wav = toneWav();
+      if (!pcm) return res.writeHead(200, { 'content-type': 'audio/wav' }).end(wav);
+      res.writeHead(200, { 'content-type': 'audio/pcm' });
+      for (let at = 44; at < wav.length; at += 4800) res.write(wav.subarray(at, at + 4800));
+      res.end();
     } else {
       res.writeHead(404).end();
     }
@@ -77,7 +83,7 @@ test('the caller’s turn goes to the transcription service and the reply to the
     assert.ok(stt.body.includes('RIFF') && stt.body.includes('name="model"') && stt.body.includes('whisper-1'), 'a WAV file and the model');
     const tts = requests.find((r) => r.path === '/v1/audio/speech')!;
     assert.equal(tts.auth, 'Bearer tts-key');
-    assert.deepEqual(JSON.parse(tts.body.toString()), { model: 'speech-model', input: 'hello from the transcription service', voice: 'Victoria', response_format: 'wav' });
+    assert.deepEqual(JSON.parse(tts.body.toString()), { model: 'speech-model', input: 'hello from the transcription service', voice: 'Victoria', response_format: 'pcm' });
     assert.ok(!server.stderr().includes('stt-key') && !server.stderr().includes('tts-key'));
     mic.stop();
     ear.stop();

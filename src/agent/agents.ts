@@ -5,13 +5,14 @@ import type { Config } from '../config/env.js';
 import type { Session } from '../session/session.js';
 import { echoAgentFactory } from './echoAgent.js';
 import type { EngineHealth } from './health.js';
-import { createInterimStages } from './interimStages.js';
 import { echoModel } from './llm/echo.js';
 import { offlineModel } from './llm/offline.js';
 import { openAiCompatibleModel } from './llm/openaiCompatible.js';
 import type { ReplyModel } from './llm/types.js';
 import { AgentRegistry } from './registry.js';
-import type { VoiceStages } from './stages.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { StageTimings } from '../session/events.js';
+import { createVoiceStages, type VoiceStages } from './stages.js';
 import { voiceAgentFactory } from './voiceAgent.js';
 
 export interface Agents {
@@ -40,12 +41,12 @@ export function replyModelFor(engine: string, config: Config): ReplyModel | unde
 /** The voice engines: the offline model, echo, and the OpenAI-compatible backend when configured. */
 const VOICE_ENGINES = ['parley-offline', 'echo', 'llm'] as const;
 
-export function createAgents(config: Config, log: FastifyBaseLogger): Agents {
+export function createAgents(config: Config, log: FastifyBaseLogger, metrics?: Metrics): Agents {
   const registry = new AgentRegistry(config.LLM_BASE_URL ? 'llm' : 'parley-offline');
   registry.register('audio-echo', echoAgentFactory(config.ECHO_DELAY_MS));
   let stages: VoiceStages | undefined;
   try {
-    stages = createInterimStages(config);
+    stages = createVoiceStages(config);
   } catch (err) {
     // Without a recogniser the speech engines answer with a model_unavailable error event.
     log.warn({ err: (err as Error).message }, 'speech recognition unavailable: run scripts/setup.sh --runtime');
@@ -55,7 +56,11 @@ export function createAgents(config: Config, log: FastifyBaseLogger): Agents {
     const voice = voiceAgentFactory({
       stages,
       modelFor: (session: Session) => models.get(registry.engineOf(session.model) as (typeof VOICE_ENGINES)[number]) ?? offlineModel,
-      onFailure: (stage, err) => log.warn({ stage, err: err.message }, 'voice stage failed'),
+      onTimings: (model, timings) => metrics && observeTimings(metrics, model, timings),
+      onFailure: (stage, err) => {
+        metrics?.stageFailures.inc({ stage });
+        log.warn({ stage, err: err.message }, 'voice stage failed');
+      },
     });
     for (const [engine, model] of models) if (model) registry.register(engine, voice);
   }
@@ -64,4 +69,16 @@ export function createAgents(config: Config, log: FastifyBaseLogger): Agents {
     health: () => stages?.health() ?? {},
     close: async () => void (await stages?.close()),
   };
+}
+
+/** A reply's stage timings (ms) into the per-stage histograms (seconds), by model. */
+function observeTimings(metrics: Metrics, model: string, t: StageTimings): void {
+  const pairs = [
+    [metrics.endOfTurnWaitSeconds, t.end_of_turn_wait_ms],
+    [metrics.transcriptionSeconds, t.transcription_ms],
+    [metrics.firstTokenSeconds, t.first_token_ms],
+    [metrics.firstAudioSeconds, t.synthesis_ms],
+    [metrics.voiceToVoiceSeconds, t.voice_to_voice_ms],
+  ] as const;
+  for (const [histogram, ms] of pairs) if (ms !== undefined) histogram.observe({ model }, ms / 1000);
 }

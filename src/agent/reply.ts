@@ -8,6 +8,7 @@ import type { ToolChoice, ToolDefinition } from '../session/tools.js';
 import { toChatMessages } from './llm/messages.js';
 import type { ReplyModel } from './llm/types.js';
 import type { VoiceStages } from './stages.js';
+import type { SpokenChunk } from './tts/types.js';
 import type { AgentContext } from './types.js';
 
 /** What the reply is generated with: the session's settings, overridden by the client's request. */
@@ -24,7 +25,8 @@ export interface ReplySettings {
 export interface ReplyOptions {
   ctx: AgentContext;
   model: ReplyModel;
-  speak: VoiceStages['speak'];
+  /** A speaker for this reply (stages.speaker). */
+  speaker: VoiceStages['speaker'];
   settings: ReplySettings;
   /** false: an out-of-band reply, whose items stay out of the conversation. */
   inConversation: boolean;
@@ -39,6 +41,8 @@ export interface ReplyOptions {
   onAudio(): void;
   /** Reports stage timings once the first audio is out. */
   onTimings?(timings: StageTimings): void;
+  /** A stage of the reply failed (logs and metrics; the client gets an error event). */
+  onFailure?(stage: 'llm' | 'tts', err: Error): void;
 }
 
 const APOLOGY = "Sorry, I couldn't come up with an answer just now. Please try again.";
@@ -142,14 +146,13 @@ export class Reply {
     const messages = toChatMessages(this.opts.input ?? ctx.conversation.items);
 
     // The speaker reads the reply's text as it is generated.
-    let feed: ReadableStreamDefaultController<string> | undefined;
-    const textStream = new ReadableStream<string>({ start: (c) => void (feed = c) });
-    const speech = settings.audio ? this.speakAll(textStream as unknown as AsyncIterable<string>, startedAt, () => firstTokenAt) : Promise.resolve();
+    const speaker = settings.audio ? this.opts.speaker(settings.voice, signal) : undefined;
+    const speech = speaker ? this.speakAll(speaker, startedAt, () => firstTokenAt) : Promise.resolve();
     const say = (delta: string) => {
       this.ensureMessage();
       this.text += delta;
       ctx.emit({ type: 'response.text.delta', responseId: this.id, itemId: this.message!.id, outputIndex: this.indexOf(this.message!), audio: settings.audio, delta });
-      feed?.enqueue(delta);
+      speaker?.push(delta);
     };
 
     let failure: Error | undefined;
@@ -172,11 +175,12 @@ export class Reply {
     } catch (err) {
       if (signal.aborted) return;
       failure = err as Error;
+      this.opts.onFailure?.('llm', failure);
       ctx.emit({ type: 'error', kind: 'server_error', code: 'model_error', message: `The language model failed: ${failure.message}` });
       // The caller hears that something went wrong rather than silence.
       if (!this.text) say(APOLOGY);
     }
-    feed?.close();
+    speaker?.end();
     if (signal.aborted) return;
     for (const call of calls.values()) this.finishToolCall(call);
     await speech;
@@ -186,12 +190,12 @@ export class Reply {
     this.finish(failure ? 'failed' : 'completed', failure ? 'model_error' : undefined);
   }
 
-  /** Speaks the text stream; records which words each piece of audio says, for truncation. */
-  private async speakAll(text: AsyncIterable<string>, startedAt: number, firstTokenAt: () => number | undefined): Promise<void> {
-    const { ctx, settings } = this.opts;
+  /** Plays what the speaker says; records which words each piece of audio says, for truncation. */
+  private async speakAll(speaker: AsyncIterable<SpokenChunk>, startedAt: number, firstTokenAt: () => number | undefined): Promise<void> {
+    const { ctx } = this.opts;
     const signal = this.abort.signal;
     try {
-      for await (const chunk of this.opts.speak(text, settings.voice, signal)) {
+      for await (const chunk of speaker) {
         if (signal.aborted) return;
         if (!chunk.pcm.length) continue;
         if (this.writtenMs === 0) this.audioStarted(startedAt, firstTokenAt());
@@ -204,6 +208,7 @@ export class Reply {
     } catch (err) {
       if (signal.aborted) return;
       // The text is still delivered; the caller is told the voice failed.
+      this.opts.onFailure?.('tts', err as Error);
       ctx.emit({ type: 'error', kind: 'server_error', code: 'synthesis_failed', message: `Speech synthesis failed: ${(err as Error).message}` });
     }
   }

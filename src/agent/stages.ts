@@ -1,18 +1,65 @@
 // The stages a voice agent is composed of, shared by every call of the process and chosen by name in
-// configuration: turn detection, speech recognition, the speaker (text deltas → audio). Reply models
-// are chosen per call (by the session's model).
-import type { Recognizer } from './stt/types.js';
-import type { EndpointingOptions, TurnDetector, TurnListener } from './turn/types.js';
-import type { SpokenChunk } from './tts/types.js';
+// configuration (providers.ts): turn detection, speech recognition, the speaker (text deltas →
+// audio). Reply models are chosen per call (by the session's model).
 import type { EngineHealth } from './health.js';
+import { createRecognizer, createSpeechEngine, createVadProvider, type StageConfig } from './providers.js';
+import type { Recognizer } from './stt/types.js';
+import { Speaker } from './tts/speaker.js';
+import type { SpokenChunk } from './tts/types.js';
+import { createTurnDetector } from './turn/detector.js';
+import type { EndpointingOptions, TurnDetector, TurnListener } from './turn/types.js';
+
+/** A reply's voice: its text pushed in as it is generated, its audio out clause by clause, in order. */
+export interface SpeakerStream extends AsyncIterable<SpokenChunk> {
+  push(delta: string): void;
+  end(): void;
+}
 
 export interface VoiceStages {
   /** A turn detector for one call. */
   turnDetector(options: EndpointingOptions, listener: TurnListener): TurnDetector;
   recognizer: Recognizer;
-  /** A reply's text deltas spoken by a catalogue voice, clause by clause, in order. */
-  speak(text: AsyncIterable<string>, voice: string, signal: AbortSignal): AsyncIterable<SpokenChunk>;
+  /** A speaker for one reply, in a catalogue voice, stopped by the signal. */
+  speaker(voice: string, signal: AbortSignal): SpeakerStream;
   /** The engines' states, by stage, for /readyz. */
   health(): Record<string, EngineHealth>;
   close(): Promise<void>;
+}
+
+/** The stages the configuration names. Throws when one cannot run here (no recogniser model). */
+export function createVoiceStages(config: StageConfig): VoiceStages {
+  const vad = createVadProvider(config);
+  const recognizer = createRecognizer(config);
+  const engine = createSpeechEngine(config);
+  return {
+    turnDetector(options, listener) {
+      // The VAD loads asynchronously; the caller's first frames before it is ready are not judged.
+      let detector: TurnDetector | undefined;
+      let closed = false;
+      let pending: Partial<EndpointingOptions> = {};
+      vad.create().then(
+        (v) => {
+          if (closed) return v.close();
+          detector = createTurnDetector(v, { ...options, ...pending }, listener);
+        },
+        (err: Error) => listener.error(err),
+      );
+      return {
+        push: (pcm) => detector?.push(pcm),
+        configure: (o) => (detector ? detector.configure(o) : void (pending = { ...pending, ...o })),
+        reset: () => detector?.reset(),
+        close: () => {
+          closed = true;
+          detector?.close();
+        },
+      };
+    },
+    recognizer,
+    speaker: (voice, signal) => new Speaker(engine, { voice, signal }),
+    health: () => ({ stt: recognizer.health(), tts: engine.health() }),
+    close: async () => {
+      await recognizer.close();
+      await engine.close?.();
+    },
+  };
 }

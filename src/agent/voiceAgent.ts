@@ -20,7 +20,7 @@ export interface VoiceAgentDeps {
   /** Stage timings of each reply with audio (metrics). */
   onTimings?(model: string, timings: StageTimings): void;
   /** A stage failed for this call (logs and metrics; the client gets an error event). */
-  onFailure?(stage: 'transcription' | 'reply' | 'synthesis', err: Error): void;
+  onFailure?(stage: 'vad' | 'stt' | 'llm' | 'tts', err: Error): void;
 }
 
 /** A caller's turn in progress: its user item id and the recognition it feeds. */
@@ -139,6 +139,10 @@ export class VoiceAgent implements Agent {
         this.turn = undefined;
         if (turn) void this.finishTurn(turn, audioEndMs, performance.now());
       },
+      error: (err) => {
+        this.deps.onFailure?.('vad', err);
+        this.ctx.emit({ type: 'error', kind: 'server_error', code: 'vad_failed', message: `Voice activity detection failed: ${err.message}` });
+      },
     });
   }
 
@@ -199,7 +203,7 @@ export class VoiceAgent implements Agent {
       transcript = (await turn.recognition.finish()).trim();
     } catch (err) {
       if (this.closed) return;
-      this.deps.onFailure?.('transcription', err as Error);
+      this.deps.onFailure?.('stt', err as Error);
       ctx.emit({ type: 'transcription.failed', itemId: item.id, message: (err as Error).message });
       ctx.emit({ type: 'error', kind: 'server_error', code: 'transcription_failed', message: `Speech recognition failed: ${(err as Error).message}` });
       this.forget(item.id);
@@ -233,7 +237,7 @@ export class VoiceAgent implements Agent {
     const reply = new Reply({
       ctx: this.ctx,
       model: this.deps.modelFor(session),
-      speak: this.deps.stages.speak,
+      speaker: this.deps.stages.speaker,
       settings: {
         instructions: request.instructions !== undefined ? request.instructions : s.instructions,
         temperature: s.temperature,
@@ -254,13 +258,11 @@ export class VoiceAgent implements Agent {
         this.ctx.emit({ type: 'output_audio.started', responseId: reply.id });
       },
       onTimings: (timings) => this.deps.onTimings?.(s.model, timings),
+      ...(this.deps.onFailure ? { onFailure: this.deps.onFailure } : {}),
     });
     this.reply = reply;
     reply.start();
-    void reply.done.then((info) => {
-      if (info.status === 'failed') this.deps.onFailure?.('reply', new Error(info.reason ?? 'failed'));
-      this.checkPlaybackEnded();
-    });
+    void reply.done.then(() => this.checkPlaybackEnded());
   }
 
   /** The queue ran dry or a reply finished: once a finished reply's audio is all out, it has ended. */

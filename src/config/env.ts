@@ -27,6 +27,13 @@ const int = (min: number, max: number): Parser<number> => (raw) => {
   return n;
 };
 
+const num = (min: number, max: number): Parser<number> => (raw) => {
+  const n = Number(raw.trim());
+  if (raw.trim() === '' || !Number.isFinite(n)) throw new Error(`expected a number, got "${raw}"`);
+  if (n < min || n > max) throw new Error(`must be between ${min} and ${max}, got ${n}`);
+  return n;
+};
+
 const bool: Parser<boolean> = (raw) => {
   const v = raw.trim().toLowerCase();
   if (['1', 'true', 'yes', 'on'].includes(v)) return true;
@@ -206,21 +213,40 @@ export const settings = {
   },
   CALL_MAX_DURATION_MS: { doc: 'A call is ended after this long (max_duration).', default: '3600000', parse: int(1000, 86_400_000) },
   MAX_CONCURRENT_CALLS: { doc: 'Calls this node carries at once; beyond it, calls answers 503 with Retry-After.', default: '50', parse: int(1, 10000) },
-  VAD_SILENCE_MS: { doc: "Silence that ends the caller's turn.", default: '500', parse: int(100, 5000) },
-  VAD_MODE: { doc: 'WebRTC VAD aggressiveness, 0 (keeps more as speech) to 3.', default: '2', parse: int(0, 3) },
+  VAD: {
+    doc: "Voice-activity detector for the caller's turns: silero (Silero VAD v5, in-process ONNX, ≈ 0.3 ms per 32 ms) or webrtc (WebRTC VAD, cheaper, less sure of noise).",
+    default: 'silero',
+    parse: oneOf('silero', 'webrtc'),
+  },
+  VAD_THRESHOLD: { doc: "Speech probability (0–1) at or above which the caller's audio is speech; a session's turn_detection.threshold overrides it.", default: '0.5', parse: num(0.01, 0.99) },
+  VAD_PREFIX_PADDING_MS: { doc: "Audio from before the caller's speech onset handed to the recogniser with it (turn_detection.prefix_padding_ms).", default: '300', parse: int(0, 2000) },
+  VAD_SILENCE_MS: {
+    doc: "Silence that ends the caller's turn (turn_detection.silence_duration_ms). 300 keeps every test sentence of bench/stages.ts one turn with either VAD (their longest pause needs 180 ms with Silero, 260 ms with WebRTC); slow speakers may want more.",
+    default: '300',
+    parse: int(100, 5000),
+  },
+  VAD_MODE: { doc: 'WebRTC VAD aggressiveness (VAD=webrtc), 0 (keeps more as speech) to 3.', default: '2', parse: int(0, 3) },
   LLM_BASE_URL: { doc: 'OpenAI-compatible API base (e.g. http://127.0.0.1:11434/v1); when set, orga-1-beta runs its chat completions.', parse: str },
   LLM_API_KEY: { doc: 'Bearer key for LLM_BASE_URL (never logged).', parse: str },
   LLM_MODEL: { doc: 'Model name sent to LLM_BASE_URL.', default: 'gpt-4o-mini', parse: str },
   LLM_TIMEOUT_MS: { doc: 'Timeout of the HTTP backends (LLM_BASE_URL, STT_URL, TTS_URL); a model reply that takes longer fails with an error event and a spoken apology.', default: '15000', parse: int(1000, 120000) },
+  STT_PROVIDER: {
+    doc: 'Speech recogniser: pocketsphinx (built in, English) or http (STT_URL). Unset: http when STT_URL is set, else pocketsphinx.',
+    parse: oneOf('pocketsphinx', 'http'),
+  },
   STT_WORKERS: {
     doc: 'Worker threads running the built-in speech recogniser (each holds its decoders; about one per core is right).',
     default: '2',
     parse: int(1, 32),
   },
-  STT_URL: { doc: 'OpenAI-compatible API base whose /audio/transcriptions replaces the built-in recogniser.', parse: str },
+  STT_URL: { doc: 'OpenAI-compatible API base whose /audio/transcriptions the http recogniser calls (the turn as one WAV file).', parse: str },
   STT_API_KEY: { doc: 'Bearer key for STT_URL (never logged).', parse: str },
   STT_MODEL: { doc: 'Model name sent to STT_URL.', default: 'whisper-1', parse: str },
-  TTS_URL: { doc: 'OpenAI-compatible API base whose /audio/speech replaces the built-in voices (the catalogue voice name is sent).', parse: str },
+  TTS_PROVIDER: {
+    doc: 'Speech synthesis: local (flite and espeak-ng) or http (TTS_URL). Unset: http when TTS_URL is set, else local.',
+    parse: oneOf('local', 'http'),
+  },
+  TTS_URL: { doc: 'OpenAI-compatible API base whose /audio/speech the http speech engine calls (the catalogue voice name as voice, response_format pcm: 24 kHz 16-bit mono, streamed).', parse: str },
   TTS_API_KEY: { doc: 'Bearer key for TTS_URL (never logged).', parse: str },
   TTS_MODEL: { doc: 'Model name sent to TTS_URL.', default: 'tts-1', parse: str },
   ECHO_DELAY_MS: { doc: "Delay before the audio-echo agent plays the caller's audio back.", default: '200', parse: int(0, 5000) },
@@ -247,6 +273,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       problems.push(`${name}: ${(err as Error).message}`);
     }
   }
+  // A provider chosen by name needs its service's URL.
+  if (out.STT_PROVIDER === 'http' && !out.STT_URL) problems.push('STT_PROVIDER: http needs STT_URL');
+  if (out.TTS_PROVIDER === 'http' && !out.TTS_URL) problems.push('TTS_PROVIDER: http needs TTS_URL');
   if (problems.length) throw new ConfigError(problems);
   const parsed = out as Parsed;
   return { ...parsed, DATABASE_URL: parsed.DATABASE_URL ?? `sqlite:${parsed.DATA_DIR.replace(/\/$/, '')}/parley.db` };

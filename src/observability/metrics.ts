@@ -1,5 +1,9 @@
-// Prometheus metrics for operators (GET /metrics): calls, their outcomes, answer latency, tokens.
+// Prometheus metrics for operators (GET /metrics): calls, their outcomes, answer latency, tokens,
+// and where the voice agent's time goes, stage by stage.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Seconds, around the 0.1–1 s a voice agent's stages take. */
+const STAGE_BUCKETS = [0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.45, 0.6, 0.8, 1, 1.5, 2.5, 5];
 
 export class Metrics {
   readonly registry = new Registry();
@@ -17,8 +21,24 @@ export class Metrics {
     registers: [this.registry],
   });
   readonly tokensIssued = new Counter({ name: 'parley_tokens_issued_total', help: 'Ephemeral tokens minted', registers: [this.registry] });
+  /** The voice agent's stages for one turn, by the call's model (params.model). */
+  readonly endOfTurnWaitSeconds = this.stageHistogram('parley_end_of_turn_wait_seconds', "From the caller's last speech to the end of their turn being detected");
+  readonly transcriptionSeconds = this.stageHistogram('parley_transcription_seconds', "From the end of the caller's turn to its final transcript");
+  readonly firstTokenSeconds = this.stageHistogram('parley_first_token_seconds', 'From asking the reply model to its first text');
+  readonly firstAudioSeconds = this.stageHistogram('parley_first_audio_seconds', "From the reply's first text to its first audio ready to send (speech synthesis of the first clause)");
+  readonly voiceToVoiceSeconds = this.stageHistogram('parley_voice_to_voice_seconds', "From the caller's last speech to the reply's first audio queued for the caller");
+  readonly stageFailures = new Counter({
+    name: 'parley_stage_failures_total',
+    help: "Voice-agent stage failures, by stage (vad, stt, llm, tts), each also an error event to the call's client",
+    labelNames: ['stage'] as const,
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'parley_' });
+  }
+
+  private stageHistogram(name: string, help: string): Histogram<'model'> {
+    return new Histogram({ name, help, labelNames: ['model'] as const, buckets: STAGE_BUCKETS, registers: [this.registry] });
   }
 }

@@ -28,12 +28,22 @@ export interface EndpointingOptions {
 
 /** What the turn detector tells the voice agent; times are ms of the caller's audio since the call began. */
 export interface TurnListener {
-  /** The caller started speaking; `preroll` is the 16 kHz audio of the prefix padding before the onset. */
+  /**
+   * The caller started speaking; `preroll` is the 16 kHz audio of the prefix padding before the onset.
+   * `audioStartMs` is where the audio handed over begins — the onset less the prefix padding — as
+   * OpenAI's `audio_start_ms` ("includes the prefix_padding_ms").
+   */
   speechStarted(audioStartMs: number, preroll: Int16Array): void;
   /** The caller's audio (16 kHz) from the onset on, in order, while the turn lasts. */
   speech(pcm16k: Int16Array): void;
-  /** The turn ended (silence, or the turn's length limit). */
+  /** The turn ended (silence, or the turn's length limit); `audioEndMs` includes the silence, as OpenAI's `audio_end_ms`. */
   speechStopped(audioEndMs: number): void;
+  /**
+   * Turn detection failed: the VAD could not judge a window (it then counts as silence, so an open
+   * turn ends rather than hanging), once per streak of failures; or a listener call made while an
+   * asynchronous VAD answered threw.
+   */
+  error(err: Error): void;
 }
 
 export interface TurnDetector {

@@ -23,3 +23,40 @@ export function resampleTo48k(input: Int16Array, fromRate: number): Int16Array {
   }
   return out;
 }
+
+/**
+ * Any rate → 48 kHz by linear interpolation, for audio arriving in pieces (a streamed HTTP body):
+ * each piece is converted as it comes, continuing exactly where the last one left off.
+ */
+export class StreamResamplerTo48k {
+  private readonly step: number;
+  /** Input samples received and output samples made so far. */
+  private received = 0;
+  private produced = 0;
+  /** The last sample of the previous piece. */
+  private last = 0;
+
+  constructor(fromRate: number) {
+    this.step = fromRate / 48_000;
+  }
+
+  push(piece: Int16Array): Int16Array {
+    const total = this.received + piece.length;
+    // Input sample `g` of the whole stream: the previous piece's last, or one of this piece.
+    const sample = (g: number) => (g < this.received ? this.last : piece[g - this.received]!);
+    const out = new Int16Array(Math.max(0, Math.ceil((total - 1) / this.step) - this.produced));
+    let n = 0;
+    for (; n < out.length; n++) {
+      // The output sample's position in the input, computed as resampleTo48k does (no drift).
+      const pos = this.produced * this.step;
+      const i = Math.floor(pos);
+      if (i + 1 > total - 1) break;
+      const a = sample(i);
+      out[n] = Math.round(a + (sample(i + 1) - a) * (pos - i));
+      this.produced++;
+    }
+    this.received = total;
+    if (piece.length) this.last = piece[piece.length - 1]!;
+    return n === out.length ? out : out.subarray(0, n);
+  }
+}

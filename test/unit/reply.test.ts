@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { MessageItem } from '../session/conversation.ts';
-import { Reply, type ReplySettings } from './reply.ts';
-import { fakeContext, fakeSpeak, scriptedModel, settle } from './testing/fakes.ts';
+import type { MessageItem } from '../../src/session/conversation.ts';
+import { Reply, type ReplySettings } from '../../src/agent/reply.ts';
+import { fakeContext, fakeSpeaker, scriptedModel, settle } from '../helpers/agentFakes.ts';
 
 const settings: ReplySettings = { instructions: null, temperature: 0.5, tools: [], toolChoice: 'auto', maxOutputTokens: null, voice: 'Emma', audio: true };
 
 function reply(f: ReturnType<typeof fakeContext>, model: ReturnType<typeof scriptedModel>) {
-  return new Reply({ ctx: f.ctx, model, speak: fakeSpeak(1000), settings, inConversation: true, timings: {}, onAudio: () => {} });
+  return new Reply({ ctx: f.ctx, model, speaker: fakeSpeaker(1000), settings, inConversation: true, timings: {}, onAudio: () => {} });
 }
 
 describe('Reply', () => {
@@ -93,7 +93,7 @@ describe('Reply', () => {
   test('a failing model: an error event, a spoken apology, status failed', async () => {
     const f = fakeContext();
     const broken = { name: 'broken', async *reply() { throw new Error('boom'); } };
-    const r = new Reply({ ctx: f.ctx, model: broken as never, speak: fakeSpeak(), settings, inConversation: true, timings: {}, onAudio: () => {} });
+    const r = new Reply({ ctx: f.ctx, model: broken as never, speaker: fakeSpeaker(), settings, inConversation: true, timings: {}, onAudio: () => {} });
     r.start();
     const info = await r.done;
     assert.equal(info.status, 'failed');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { defaultSession, type TurnDetection } from '../../session/session.ts';
-import { applyOpenAiSession, openAiSessionObject } from './openaiSession.ts';
+import { defaultSession, type TurnDetection } from '../../src/session/session.ts';
+import { applyOpenAiSession, openAiSessionObject } from '../../src/calls/protocol/openaiSession.ts';
 
 const vad: TurnDetection = { type: 'server_vad', threshold: 0.5, prefixPaddingMs: 300, silenceMs: 500, idleTimeoutMs: null, createResponse: true, interruptResponse: true };
 const base = defaultSession({ turnDetection: vad });

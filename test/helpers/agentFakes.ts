@@ -1,12 +1,13 @@
 // Fakes for the agent's unit tests: an audio out whose playback the test advances, a reply model and
 // a speaker that produce what the test says, and a context that records events and turns.
-import type { AudioOut } from '../../media/audio/format.js';
-import { Conversation } from '../../session/conversation.js';
-import type { CallEvent } from '../../session/events.js';
-import { defaultSession, type Session } from '../../session/session.js';
-import type { ReplyChunk, ReplyModel, ReplyRequest } from '../llm/types.js';
-import type { SpokenChunk } from '../tts/types.js';
-import type { AgentContext, ConversationTurn } from '../types.js';
+import type { AudioOut } from '../../src/media/audio/format.ts';
+import { Conversation } from '../../src/session/conversation.ts';
+import type { CallEvent } from '../../src/session/events.ts';
+import { defaultSession, type Session } from '../../src/session/session.ts';
+import type { ReplyChunk, ReplyModel, ReplyRequest } from '../../src/agent/llm/types.ts';
+import type { SpeakerStream } from '../../src/agent/stages.ts';
+import type { SpokenChunk } from '../../src/agent/tts/types.ts';
+import type { AgentContext, ConversationTurn } from '../../src/agent/types.ts';
 
 /** Audio out whose queue the test plays with `play(ms)`. */
 export class FakeAudioOut implements AudioOut {
@@ -51,13 +52,31 @@ export function scriptedModel(chunks: ReplyChunk[], gate?: () => Promise<void>):
   };
 }
 
-/** A speaker that speaks each delta as one clause of `msPerClause` of silence-free audio. */
-export function fakeSpeak(msPerClause = 1000) {
-  return async function* (text: AsyncIterable<string>, _voice: string, signal: AbortSignal): AsyncIterable<SpokenChunk> {
-    for await (const delta of text) {
-      if (signal.aborted) return;
-      yield { text: delta, pcm: new Int16Array(msPerClause * 48).fill(1000) };
-    }
+/** A speaker that speaks each pushed delta as one clause of `msPerClause` of audio. */
+export function fakeSpeaker(msPerClause = 1000) {
+  return (_voice: string, signal: AbortSignal): SpeakerStream => {
+    const clauses: string[] = [];
+    let ended = false;
+    let wake: () => void = () => {};
+    return {
+      push(delta) {
+        clauses.push(delta);
+        wake();
+      },
+      end() {
+        ended = true;
+        wake();
+      },
+      async *[Symbol.asyncIterator]() {
+        for (;;) {
+          if (signal.aborted) return;
+          const text = clauses.shift();
+          if (text !== undefined) yield { text, pcm: new Int16Array(msPerClause * 48).fill(1000) } satisfies SpokenChunk;
+          else if (ended) return;
+          else await new Promise<void>((r) => (wake = r));
+        }
+      },
+    };
   };
 }
 

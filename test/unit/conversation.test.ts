@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Conversation, itemText, type MessageItem } from './conversation.ts';
+import { Conversation, itemText, type MessageItem } from '../../src/session/conversation.ts';
 
 const user = (id: string, text: string): MessageItem => ({ id, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text }] });
 const spoken = (id: string): MessageItem => ({ id, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_audio', transcript: 'one two three four. five six seven eight.' }] });

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { MessageItem } from '../session/conversation.ts';
-import type { Session } from '../session/session.ts';
-import type { VoiceStages } from './stages.ts';
-import type { RecognitionStream } from './stt/types.ts';
-import { fakeContext, fakeSpeak, scriptedModel, settle } from './testing/fakes.ts';
-import type { TurnListener } from './turn/types.ts';
-import { VoiceAgent } from './voiceAgent.ts';
+import type { MessageItem } from '../../src/session/conversation.ts';
+import type { Session } from '../../src/session/session.ts';
+import type { VoiceStages } from '../../src/agent/stages.ts';
+import type { RecognitionStream } from '../../src/agent/stt/types.ts';
+import { fakeContext, fakeSpeaker, scriptedModel, settle } from '../helpers/agentFakes.ts';
+import type { TurnListener } from '../../src/agent/turn/types.ts';
+import { VoiceAgent } from '../../src/agent/voiceAgent.ts';
 
 /** Stages the test drives: it says when the caller speaks and what the recogniser heard. */
 function fakeStages(transcripts: string[]) {
@@ -34,7 +34,7 @@ function fakeStages(transcripts: string[]) {
       health: () => ({ state: 'ready' }),
       close: async () => {},
     },
-    speak: fakeSpeak(1000),
+    speaker: fakeSpeaker(1000),
     health: () => ({}),
     close: async () => {},
   };

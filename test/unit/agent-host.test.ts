@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Agent, AgentContext, AgentFactory } from '../agent/types.ts';
-import { fakeContext } from '../agent/testing/fakes.ts';
-import type { Session } from '../session/session.ts';
-import { AgentHost } from './agentHost.ts';
+import type { Agent, AgentContext, AgentFactory } from '../../src/agent/types.ts';
+import { fakeContext } from '../helpers/agentFakes.ts';
+import type { Session } from '../../src/session/session.ts';
+import { AgentHost } from '../../src/calls/agentHost.ts';
 
 test("a model another factory runs replaces the agent; the conversation stays; the old agent is closed", () => {
   const f = fakeContext({ model: 'a' });

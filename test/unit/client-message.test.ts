@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { jsonDepth, MAX_MESSAGE_BYTES, MAX_MESSAGE_DEPTH, readClientMessage } from './message.ts';
+import { jsonDepth, MAX_MESSAGE_BYTES, MAX_MESSAGE_DEPTH, readClientMessage } from '../../src/calls/protocol/message.ts';
 
 test('client messages: size, JSON, object and depth are checked before any schema', () => {
   assert.deepEqual(readClientMessage('{"type":"x"}'), { ok: true, message: { type: 'x' } });

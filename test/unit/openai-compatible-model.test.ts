@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { chunksOf, requestBody } from './openaiCompatible.ts';
+import { chunksOf, requestBody } from '../../src/agent/llm/openaiCompatible.ts';
 
 test('the request carries instructions, the conversation with tool calls and results, tools and tool_choice', () => {
   const body = requestBody('m', {

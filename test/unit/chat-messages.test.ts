@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Item } from '../../session/conversation.ts';
-import { lastUserText, toChatMessages } from './messages.ts';
+import type { Item } from '../../src/session/conversation.ts';
+import { lastUserText, toChatMessages } from '../../src/agent/llm/messages.ts';
 
 test("a conversation's items as chat messages: transcripts stand for audio, a reply's tool calls ride on one assistant message", () => {
   const items: Item[] = [

@@ -1,0 +1,86 @@
+// The end-of-turn rule on probabilities alone: windows of a given length and probability in, turn
+// starts and stops out.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { EndpointingPolicy, type EndpointEvent } from '../../src/agent/turn/endpointing.ts';
+
+const options = { threshold: 0.5, prefixPaddingMs: 300, silenceMs: 300, maxTurnMs: 30_000 };
+
+/** Runs `probabilities` as consecutive windows of `windowMs` and returns the events with their window index. */
+function run(policy: EndpointingPolicy, probabilities: number[], windowMs = 32): [number, EndpointEvent][] {
+  const out: [number, EndpointEvent][] = [];
+  probabilities.forEach((p, i) => {
+    const e = policy.step(p, i * windowMs, windowMs);
+    if (e) out.push([i, e]);
+  });
+  return out;
+}
+
+const repeat = (p: number, n: number) => Array<number>(n).fill(p);
+
+test('silence and low probabilities never start a turn', () => {
+  assert.deepEqual(run(new EndpointingPolicy(options), [...repeat(0, 50), ...repeat(0.49, 50), ...repeat(0.3, 10)]), []);
+});
+
+test('a single speech-like window (a click) does not start a turn; 60 ms of speech does', () => {
+  const policy = new EndpointingPolicy(options);
+  assert.deepEqual(run(policy, [0, 0.9, 0, 0, 0.9, 0.2, 0]), []);
+  assert.deepEqual(run(policy, [0, 0, 0.9, 0.9, 0.9]), [[3, { type: 'start', onsetMs: 64 }]]);
+});
+
+test('the turn ends when the silence after speech reaches silenceMs, timed from the first silent window', () => {
+  const policy = new EndpointingPolicy(options);
+  // Speech in windows 5..34, silence from window 35 (1120 ms): 300 ms is reached at the end of window 44 (1440 ms).
+  const events = run(policy, [...repeat(0, 5), ...repeat(0.95, 30), ...repeat(0.01, 20)]);
+  assert.deepEqual(events, [
+    [6, { type: 'start', onsetMs: 160 }],
+    [44, { type: 'stop', endMs: 1440, reason: 'silence' }],
+  ]);
+});
+
+test('pauses shorter than silenceMs do not end the turn', () => {
+  const policy = new EndpointingPolicy(options);
+  const speechWithPauses = [...repeat(0.9, 20), ...repeat(0.05, 8), ...repeat(0.9, 20), ...repeat(0.1, 9), ...repeat(0.9, 5)];
+  const events = run(policy, [...speechWithPauses, ...repeat(0, 10)]);
+  assert.deepEqual(events.map(([, e]) => e.type), ['start', 'stop']);
+  assert.equal(events[1]![0], speechWithPauses.length + 9, 'only the final silence ends it');
+});
+
+test('probabilities between threshold − 0.15 and threshold neither start the silence nor break it', () => {
+  const policy = new EndpointingPolicy(options);
+  // In the hysteresis band (0.4) right after speech: no silence is counted, however long.
+  const held = run(policy, [...repeat(0.9, 5), ...repeat(0.4, 30)]);
+  assert.deepEqual(held.map(([, e]) => e.type), ['start']);
+  // Once silence began (0.1), band windows keep it running: 3 + 7 windows of 32 ms reach 300 ms.
+  const ended = run(policy, [...repeat(0.1, 3), ...repeat(0.4, 7)]);
+  assert.deepEqual(ended.map(([i, e]) => [i, e.type]), [[9, 'stop']]);
+});
+
+test('a turn reaching maxTurnMs ends, and continued speech starts the next one', () => {
+  const policy = new EndpointingPolicy({ ...options, maxTurnMs: 1000 });
+  const events = run(policy, repeat(0.9, 70), 20);
+  assert.deepEqual(
+    events.map(([i, e]) => [i, e.type, e.type === 'stop' ? e.reason : '']),
+    [[2, 'start', ''], [49, 'stop', 'max_length'], [52, 'start', '']],
+  );
+});
+
+test('configure() applies at once: a shorter silence ends a turn already that long in silence', () => {
+  const policy = new EndpointingPolicy({ ...options, silenceMs: 1000 });
+  assert.deepEqual(run(policy, [...repeat(0.9, 10), ...repeat(0, 15)]).map(([, e]) => e.type), ['start']);
+  policy.configure({ silenceMs: 200 });
+  assert.deepEqual(policy.step(0, 25 * 32, 32), { type: 'stop', endMs: 26 * 32, reason: 'silence' });
+  // A higher threshold: 0.6 is no longer speech.
+  policy.configure({ threshold: 0.7, silenceMs: undefined });
+  assert.equal(policy.settings.silenceMs, 200, 'undefined leaves a setting as it was');
+  assert.deepEqual(run(policy, repeat(0.6, 10)), []);
+});
+
+test('reset() forgets the open turn without a stop', () => {
+  const policy = new EndpointingPolicy(options);
+  run(policy, repeat(0.9, 5));
+  assert.equal(policy.inTurn, true);
+  policy.reset();
+  assert.equal(policy.inTurn, false);
+  assert.deepEqual(run(policy, repeat(0, 20)), []);
+});

@@ -1,0 +1,246 @@
+// The turn detector: 48 kHz frames in, turns out. A fake VAD (loudness as probability) checks the
+// windowing, timestamps, preroll and ordering exactly; the real VADs (Silero, WebRTC) check synthetic
+// non-speech and a flite-spoken sentence.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createTurnDetector, type TurnDetectorOptions } from '../../src/agent/turn/detector.ts';
+import { sileroVadProvider } from '../../src/agent/turn/silero.ts';
+import type { TurnDetector, Vad } from '../../src/agent/turn/types.ts';
+import { webrtcVadProvider } from '../../src/agent/turn/webrtc.ts';
+import { downsample48kTo16k } from '../../src/media/audio/resample.ts';
+import { concat, frames, noise, rms, silence, tone } from '../helpers/pcm.ts';
+import { speak } from '../helpers/speech.ts';
+import { until } from '../helpers/wait.ts';
+
+const options: TurnDetectorOptions = { threshold: 0.5, prefixPaddingMs: 300, silenceMs: 300 };
+
+type Event =
+  | { type: 'started'; audioStartMs: number; preroll: Int16Array }
+  | { type: 'stopped'; audioEndMs: number }
+  | { type: 'error'; message: string };
+
+/** A detector recording what its listener hears: events, and the turn's audio (preroll + speech). */
+function record(vad: Vad, opts: TurnDetectorOptions = options) {
+  const events: Event[] = [];
+  const audio: Int16Array[][] = [];
+  const detector = createTurnDetector(vad, opts, {
+    speechStarted: (audioStartMs, preroll) => {
+      events.push({ type: 'started', audioStartMs, preroll });
+      audio.push([preroll]);
+    },
+    speech: (pcm) => audio.at(-1)!.push(pcm),
+    speechStopped: (audioEndMs) => events.push({ type: 'stopped', audioEndMs }),
+    error: (err) => events.push({ type: 'error', message: err.message }),
+  });
+  const summary = () => events.map((e) => (e.type === 'started' ? `started@${e.audioStartMs}` : e.type === 'stopped' ? `stopped@${e.audioEndMs}` : `error:${e.message}`));
+  return { detector, events, audio, summary };
+}
+
+/** Loudness as probability: windows over RMS 500 are speech. Optionally answers later, in a random order of delays. */
+function loudnessVad(windowSamples: number, opts: { async?: boolean; fail?: (n: number) => boolean } = {}): Vad & { closed: boolean; judged: number } {
+  let n = 0;
+  let seed = 7;
+  const vad = {
+    windowSamples,
+    closed: false,
+    judged: 0,
+    probability(window: Int16Array): number | Promise<number> {
+      assert.equal(window.length, windowSamples, 'whole windows only');
+      const call = n++;
+      const p = rms(window) > 500 ? 0.9 : 0.02;
+      if (opts.fail?.(call)) {
+        if (!opts.async) throw new Error('model exploded');
+        return sleep(1).then(() => Promise.reject(new Error('model exploded')));
+      }
+      vad.judged++;
+      if (!opts.async) return p;
+      seed = (seed * 16807) % 2147483647;
+      return sleep(seed % 3).then(() => p);
+    },
+    close() {
+      vad.closed = true;
+    },
+  };
+  return vad;
+}
+
+function pushAll(detector: TurnDetector, pcm: Int16Array, frameMs: number): void {
+  for (const f of frames(pcm, frameMs)) detector.push(f);
+}
+
+// 1 s silence, 1 s tone, 200 ms pause, 0.5 s tone, 1 s silence.
+const speechLike = concat(silence(1000), tone(1000), silence(200), tone(500), silence(1000));
+
+test('one turn with exact boundaries, whether the caller sends 20 ms or 10 ms packets', () => {
+  for (const frameMs of [20, 10]) {
+    const r = record(loudnessVad(512));
+    pushAll(r.detector, speechLike, frameMs);
+    // Onset: the first 32 ms window holding the tone starts at 992 ms; the handed-over audio 300 ms before.
+    // End: the tone stops at 2700 ms, inside the window 2688–2720; 300 ms of silence from 2720 ms are
+    // complete at the end of the window 3008–3040.
+    assert.deepEqual(r.summary(), ['started@692', 'stopped@3040'], `${frameMs} ms frames`);
+  }
+});
+
+test('the audio handed over is the 16 kHz call audio from audioStartMs on, without a gap: preroll, then the turn', () => {
+  const r = record(loudnessVad(512));
+  pushAll(r.detector, speechLike, 20);
+  const started = r.events[0] as Extract<Event, { type: 'started' }>;
+  assert.equal(started.preroll.length, 300 * 16, 'prefix padding of 300 ms');
+  const handed = concat(...r.audio[0]!);
+  const expected = downsample48kTo16k(speechLike).subarray(started.audioStartMs * 16, 3040 * 16);
+  assert.equal(handed.length, expected.length);
+  assert.deepEqual(handed, expected);
+});
+
+test('a pause shorter than the silence duration keeps one turn; longer makes two', () => {
+  const r = record(loudnessVad(320), { ...options, silenceMs: 150 });
+  pushAll(r.detector, speechLike, 20);
+  // The 200 ms pause (2000–2200 ms) ends the first turn at 2160 ms; the second turn's padding does not
+  // reach back into the first turn, so its audio starts where the first ended.
+  assert.deepEqual(r.summary(), ['started@700', 'stopped@2160', 'started@2160', 'stopped@2860']);
+});
+
+test('an asynchronous VAD answering out of time still yields the same turns, in order', async () => {
+  const sync = record(loudnessVad(512));
+  pushAll(sync.detector, speechLike, 10);
+  const vad = loudnessVad(512, { async: true });
+  const r = record(vad);
+  pushAll(r.detector, speechLike, 10);
+  await until('every window judged', () => vad.judged, (n) => n === Math.floor((speechLike.length / 3) / 512));
+  await until('the turn ended', () => r.events.length, (n) => n === 2);
+  assert.deepEqual(r.summary(), sync.summary());
+  assert.deepEqual(concat(...r.audio[0]!), concat(...sync.audio[0]!));
+});
+
+test('configure() changes the endpointing live', () => {
+  const r = record(loudnessVad(512));
+  pushAll(r.detector, concat(silence(500), tone(500)), 20);
+  r.detector.configure({ silenceMs: 1500 });
+  pushAll(r.detector, concat(silence(1000), tone(300), silence(2000)), 20);
+  assert.deepEqual(r.summary().map((s) => s.split('@')[0]), ['started', 'stopped'], 'the 1 s pause did not end the turn');
+  r.detector.configure({ threshold: 0.95 });
+  pushAll(r.detector, concat(tone(1000), silence(1000)), 20);
+  assert.equal(r.events.length, 2, 'probability 0.9 is no longer speech');
+});
+
+test('reset() drops the turn in progress without a stop; the next speech is a new turn', () => {
+  const r = record(loudnessVad(512));
+  pushAll(r.detector, concat(silence(500), tone(500)), 20);
+  r.detector.reset();
+  pushAll(r.detector, concat(silence(1000), tone(500), silence(1000)), 20);
+  assert.deepEqual(r.summary().map((s) => s.split('@')[0]), ['started', 'started', 'stopped']);
+});
+
+test('a turn longer than maxTurnMs is ended', () => {
+  const r = record(loudnessVad(512), { ...options, maxTurnMs: 2000 });
+  pushAll(r.detector, concat(silence(500), tone(5000)), 20);
+  assert.deepEqual(r.summary().map((s) => s.split('@')[0]), ['started', 'stopped', 'started', 'stopped', 'started']);
+});
+
+test('a failing VAD is reported once per streak and its windows count as silence, ending the turn', async () => {
+  for (const async of [false, true]) {
+    // The tone runs from window 31 to 125; windows 40–79 fail, then the VAD recovers.
+    const vad = loudnessVad(512, { async, fail: (n) => n >= 40 && n < 80 });
+    const r = record(vad);
+    pushAll(r.detector, concat(silence(1000), tone(3000)), 20);
+    await until('every window judged', () => vad.judged, (n) => n === 125 - 40);
+    assert.deepEqual(r.summary().map((s) => s.split('@')[0]), ['started', 'error:model exploded', 'stopped', 'started'], async ? 'async' : 'sync');
+  }
+});
+
+test('close() closes the VAD, after a window it is still judging', async () => {
+  const vad = loudnessVad(512, { async: true });
+  const r = record(vad);
+  pushAll(r.detector, silence(100), 20);
+  r.detector.close();
+  r.detector.push(tone(20));
+  await until('VAD closed', () => vad.closed, (c) => c);
+  assert.equal(vad.judged, 1, 'no window judged after close');
+});
+
+/** `vad`, counting the windows it has judged (to wait for an asynchronous VAD to catch up). */
+function counting(vad: Vad): Vad & { judged: number } {
+  const out = {
+    windowSamples: vad.windowSamples,
+    judged: 0,
+    async probability(window: Int16Array) {
+      const p = await vad.probability(window);
+      out.judged++;
+      return p;
+    },
+    close: () => vad.close(),
+  };
+  return out;
+}
+
+/** Feeds `pcm` in 20 ms frames through a detector on `vad` and waits until every window is judged. */
+async function detect(vad: Vad, pcm: Int16Array, opts: TurnDetectorOptions = options) {
+  const counted = counting(vad);
+  const r = record(counted, opts);
+  pushAll(r.detector, pcm, 20);
+  await until('every window judged', () => counted.judged, (n) => n === Math.floor(pcm.length / 3 / vad.windowSamples));
+  r.detector.close();
+  return r;
+}
+
+test('Silero hears no turn in silence, noise or steady tones', async () => {
+  for (const [name, pcm] of [
+    ['silence', silence(3000)],
+    ['white noise', noise(3000, 2000)],
+    ['a 440 Hz tone', tone(3000, 440)],
+    ['a 1 kHz tone', tone(3000, 1000, 12000)],
+  ] as const) {
+    assert.deepEqual((await detect(await sileroVadProvider.create(), pcm)).summary(), [], name);
+  }
+});
+
+test('WebRTC VAD hears no turn in silence or faint noise', async () => {
+  for (const [name, pcm] of [
+    ['silence', silence(3000)],
+    ['faint white noise', noise(3000, 100)],
+  ] as const) {
+    assert.deepEqual((await detect(await webrtcVadProvider(2).create(), pcm)).summary(), [], name);
+  }
+});
+
+/** Where the speech in `pcm` (48 kHz) begins and ends, ms: the first and last 10 ms over RMS 300. */
+function speechBounds(pcm: Int16Array): [number, number] {
+  const loud = frames(pcm, 10).map((f) => rms(f) > 300);
+  return [loud.indexOf(true) * 10, (loud.lastIndexOf(true) + 1) * 10];
+}
+
+// Sentences whose commas make flite pause (up to ≈ 130 ms as Silero hears it).
+const SENTENCES = [
+  'Well, I think that, after all, the weather is quite nice today.',
+  'One, two, three, four, five.',
+  'Can you tell me, please, how far it is to the station, and when the next train leaves?',
+];
+
+for (const [name, provider] of [['Silero', sileroVadProvider], ['WebRTC VAD', webrtcVadProvider(2)]] as const) {
+  test(`${name}: a spoken sentence with pauses is one turn, from its onset (less the padding) to its end plus the silence`, async () => {
+    for (const text of SENTENCES) {
+      const pcm = concat(silence(1000), speak(text), silence(1500));
+      const [begin, end] = speechBounds(pcm);
+      const r = await detect(await provider.create(), pcm);
+      assert.deepEqual(r.summary().map((s) => s.split('@')[0]), ['started', 'stopped'], `one turn: "${text}" (${r.summary().join(', ')})`);
+      const started = (r.events[0] as Extract<Event, { type: 'started' }>).audioStartMs;
+      const stopped = (r.events[1] as Extract<Event, { type: 'stopped' }>).audioEndMs;
+      assert.ok(Math.abs(started + options.prefixPaddingMs - begin) <= 100, `onset ${started + options.prefixPaddingMs} ms near ${begin} ms: "${text}"`);
+      // The VAD's probability falls some windows after the loud part ends (Silero ≈ 80–180 ms on these).
+      assert.ok(stopped - options.silenceMs >= end && stopped - options.silenceMs <= end + 200, `end ${stopped} ms is ${end} ms + silence: "${text}"`);
+    }
+  });
+}
+
+test('Silero judges windows asked for all at once in order, as if one after another', async () => {
+  const pcm = downsample48kTo16k(speak('hello there'));
+  const windows = Array.from({ length: Math.floor(pcm.length / 512) }, (_, i) => pcm.slice(i * 512, (i + 1) * 512));
+  const one = await sileroVadProvider.create();
+  const sequential: number[] = [];
+  for (const w of windows) sequential.push(await one.probability(w));
+  const other = await sileroVadProvider.create();
+  assert.deepEqual(await Promise.all(windows.map((w) => other.probability(w))), sequential);
+  assert.ok(Math.max(...sequential) > 0.9, 'the speech is heard');
+});
