@@ -84,3 +84,15 @@ test('reset() forgets the open turn without a stop', () => {
   assert.equal(policy.inTurn, false);
   assert.deepEqual(run(policy, repeat(0, 20)), []);
 });
+
+test('with pauseMs, a silence that long inside a turn is reported once, and speech after it as a resume', () => {
+  const policy = new EndpointingPolicy({ ...options, pauseMs: 96 });
+  const events = run(policy, [...repeat(0.9, 5), ...repeat(0, 4), ...repeat(0.9, 3), ...repeat(0, 12)]);
+  assert.deepEqual(events, [
+    [1, { type: 'start', onsetMs: 0 }],
+    [7, { type: 'pause', silenceStartMs: 160 }],
+    [9, { type: 'resume' }],
+    [14, { type: 'pause', silenceStartMs: 384 }],
+    [21, { type: 'stop', endMs: 704, reason: 'silence' }],
+  ]);
+});

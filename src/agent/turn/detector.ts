@@ -51,6 +51,8 @@ export function createTurnDetector(vad: Vad, options: TurnDetectorOptions, liste
     if (wasInTurn) {
       listener.speech(w.pcm);
       if (event?.type === 'stop') listener.speechStopped(Math.round(event.endMs));
+      else if (event?.type === 'pause') listener.speechPaused?.(Math.round(event.silenceStartMs));
+      else if (event?.type === 'resume') listener.speechResumed?.();
       return;
     }
     recent.push(w);

@@ -17,6 +17,10 @@ const HYSTERESIS = 0.15;
 
 export type EndpointEvent =
   | { type: 'start'; /** Start of the turn's first speech window, ms of audio. */ onsetMs: number }
+  /** The caller has been silent for `pauseMs` inside the turn: its end may be near. */
+  | { type: 'pause'; /** Start of the silence, ms of audio. */ silenceStartMs: number }
+  /** The caller spoke again after a pause; the turn goes on. */
+  | { type: 'resume' }
   | { type: 'stop'; /** End of the window that completed the silence (or reached the length limit). */ endMs: number; reason: 'silence' | 'max_length' };
 
 export class EndpointingPolicy {
@@ -26,6 +30,8 @@ export class EndpointingPolicy {
   private turnStartMs: number | undefined;
   /** Start of the silence that may end the open turn; undefined while the caller speaks. */
   private silenceStartMs: number | undefined;
+  /** A pause was reported for the current silence. */
+  private paused = false;
 
   constructor(options: EndpointingPolicyOptions) {
     this.options = { ...options };
@@ -59,8 +65,13 @@ export class EndpointingPolicy {
       this.silenceStartMs = undefined;
       return { type: 'start', onsetMs: this.turnStartMs };
     }
-    if (p >= threshold) this.silenceStartMs = undefined;
-    else if (p < Math.max(threshold - HYSTERESIS, 0.01)) this.silenceStartMs ??= startMs;
+    if (p >= threshold) {
+      this.silenceStartMs = undefined;
+      if (this.paused) {
+        this.paused = false;
+        return { type: 'resume' };
+      }
+    } else if (p < Math.max(threshold - HYSTERESIS, 0.01)) this.silenceStartMs ??= startMs;
     if (this.silenceStartMs !== undefined && endMs - this.silenceStartMs >= silenceMs) {
       this.reset();
       return { type: 'stop', endMs, reason: 'silence' };
@@ -68,6 +79,11 @@ export class EndpointingPolicy {
     if (endMs - this.turnStartMs >= maxTurnMs) {
       this.reset();
       return { type: 'stop', endMs, reason: 'max_length' };
+    }
+    const { pauseMs } = this.options;
+    if (pauseMs !== undefined && !this.paused && this.silenceStartMs !== undefined && endMs - this.silenceStartMs >= pauseMs) {
+      this.paused = true;
+      return { type: 'pause', silenceStartMs: this.silenceStartMs };
     }
     return undefined;
   }
@@ -77,6 +93,7 @@ export class EndpointingPolicy {
     this.turnStartMs = undefined;
     this.runStartMs = undefined;
     this.silenceStartMs = undefined;
+    this.paused = false;
   }
 }
 

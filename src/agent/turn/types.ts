@@ -24,6 +24,8 @@ export interface EndpointingOptions {
   prefixPaddingMs: number;
   /** Silence after speech that ends the turn (OpenAI `silence_duration_ms`). */
   silenceMs: number;
+  /** Silence after which a pause is reported (speechPaused), shorter than silenceMs; unset: never. */
+  pauseMs?: number;
 }
 
 /** What the turn detector tells the voice agent; times are ms of the caller's audio since the call began. */
@@ -36,6 +38,10 @@ export interface TurnListener {
   speechStarted(audioStartMs: number, preroll: Int16Array): void;
   /** The caller's audio (16 kHz) from the onset on, in order, while the turn lasts. */
   speech(pcm16k: Int16Array): void;
+  /** The caller has been silent for `pauseMs`: the turn may be about to end (a reply can be prepared). */
+  speechPaused?(silenceStartMs: number): void;
+  /** The caller spoke again after a reported pause: the turn goes on. */
+  speechResumed?(): void;
   /** The turn ended (silence, or the turn's length limit); `audioEndMs` includes the silence, as OpenAI's `audio_end_ms`. */
   speechStopped(audioEndMs: number): void;
   /**
