@@ -84,7 +84,8 @@ export class VoiceAgent implements Agent {
   }
 
   onAudio(frame: Int16Array): void {
-    if (!this.vad || !this.params.modalities.includes('audio')) return;
+    // Heard whatever `modalities` says (published clients send [] and stream the mic); it gates video only.
+    if (!this.vad) return;
     const pcm16k = downsample48kTo16k(frame);
     const voiced = this.vad.isSpeech(pcm16k);
     if (!this.utterance) {
