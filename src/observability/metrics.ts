@@ -1,4 +1,4 @@
-// Prometheus metrics for operators (GET /metrics): calls, their outcomes, answer latency, tokens.
+// Prometheus metrics for operators (GET /metrics): calls, their outcomes, answer latency, tokens, TURN.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export class Metrics {
@@ -17,6 +17,12 @@ export class Metrics {
     registers: [this.registry],
   });
   readonly tokensIssued = new Counter({ name: 'parley_tokens_issued_total', help: 'Ephemeral tokens minted', registers: [this.registry] });
+  readonly turnUp = new Gauge({
+    name: 'parley_turn_up',
+    help: 'Whether a TURN server answered its last check (an allocation); 0 leaves it out of ice-config',
+    labelNames: ['url'] as const,
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'parley_' });
