@@ -92,17 +92,28 @@ export async function startOrgaApp(parley: { baseUrl: string; devKey: string }):
   };
 }
 
-/** The browser SDK's requests to its vendor's host go to Parley instead (path and query kept). */
-export async function routeVendorHost(page: Page, vendorOrigin: string, parleyBaseUrl: string): Promise<void> {
+/**
+ * The browser SDK's requests to its vendor's host go to Parley instead (path and query kept);
+ * `onForwarded` learns how long Parley took to answer each.
+ */
+export async function routeVendorHost(page: Page, vendorOrigin: string, parleyBaseUrl: string, onForwarded?: (method: string, path: string, ms: number) => void): Promise<void> {
   await page.route(`${vendorOrigin}/**`, async (route) => {
     const from = new URL(route.request().url());
+    const started = performance.now();
     const response = await route.fetch({ url: parleyBaseUrl + from.pathname + from.search });
+    onForwarded?.(route.request().method(), from.pathname, performance.now() - started);
     await route.fulfill({ response });
   });
 }
 
 /** A fresh page (its own context) of the app, with the vendor host routed to Parley. */
-export async function openOrgaPage(browser: LaunchedBrowser, app: OrgaApp, parleyBaseUrl: string, query = ''): Promise<Page> {
+export async function openOrgaPage(
+  browser: LaunchedBrowser,
+  app: OrgaApp,
+  parleyBaseUrl: string,
+  query = '',
+  onForwarded?: (method: string, path: string, ms: number) => void,
+): Promise<Page> {
   const context = await browser.browser.newContext();
   // Records what crosses the SDK's data channel both ways (window.orgaWire), for the tests to check
   // what the published SDK really sends; it does not change what the SDK does.
@@ -119,7 +130,7 @@ export async function openOrgaPage(browser: LaunchedBrowser, app: OrgaApp, parle
   })()`);
   const page = await context.newPage();
   page.once('close', () => void context.close().catch(() => {}));
-  await routeVendorHost(page, app.vendorOrigin, parleyBaseUrl);
+  await routeVendorHost(page, app.vendorOrigin, parleyBaseUrl, onForwarded);
   await page.goto(`${app.url}/${query}`);
   await page.waitForSelector('#start');
   return page;
