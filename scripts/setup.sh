@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Parley needs on a fresh Debian machine with Node 20, then returns.
-#   --runtime  what the service needs to run (npm dependencies, the speech engines)
-#   --test     also what the test suite needs: Chromium, coturn, speech tools, PostgreSQL and Redis
+#   --runtime  what the service needs to run (npm dependencies, the speech engines, coturn)
+#   --test     also what the test suite needs: Chromium, speech tools, PostgreSQL and Redis
 # Debian packages are installed with apt-get when missing (root, or sudo without a password).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,9 +35,20 @@ need_node
 # The built-in voice agent: speech recognition (PocketSphinx) and synthesis (flite, espeak-ng).
 apt_install pocketsphinx pocketsphinx-en-us flite espeak-ng
 
+# TURN: Parley runs coturn itself as a child process (unless TURN_URLS or TURN_ENABLED=false say
+# otherwise). The Debian package's own service is not used: when this script installs the package, it
+# stops and disables that service, which would otherwise hold port 3478 (the embedded STUN server's).
+if ! dpkg -s coturn >/dev/null 2>&1; then
+  apt_install coturn
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-enabled --quiet coturn 2>/dev/null; then
+    echo "setup: disabling the coturn system service (Parley runs its own coturn)" >&2
+    $(if [ "$(id -u)" -ne 0 ]; then echo "sudo -n"; fi) systemctl disable --now coturn >/dev/null 2>&1 || true
+  fi
+fi
+
 if [ "$mode" = "--test" ]; then
-  apt_install chromium coturn openssl sox postgresql redis-server
-  # coturn's Debian service is not used: the tests start their own instances with temporary configs.
+  apt_install chromium openssl sox postgresql redis-server
+  # The tests start their own coturn instances too, with temporary configs.
   if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
     echo "setup: starting PostgreSQL" >&2
     pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start || true

@@ -14,7 +14,7 @@ import { libDataChannelFactory } from './calls/peer/libdatachannel.js';
 import { weriftFactory } from './calls/peer/werift.js';
 import type { PeerFactory } from './calls/peer/types.js';
 import type { Config } from './config/env.js';
-import type { IceConfigOptions } from './ice/iceConfig.js';
+import { buildIceServers, type IceServerEntry } from './ice/iceConfig.js';
 import { serverIceServers } from './ice/serverIceServers.js';
 import { embeddedStunUrl, startStunServer, stunUrlsOfTurnServers, type StunServer } from './ice/stunServer.js';
 import { openAiProtocol } from './calls/protocol/openai.js';
@@ -22,6 +22,7 @@ import { orgaProtocol } from './calls/protocol/orga.js';
 import type { ProtocolFactory, ProtocolName } from './calls/protocol/types.js';
 import type { SessionDefaults } from './session/session.js';
 import { ClientSecretSessionStore } from './storage/clientSecretSessions.js';
+import { TurnService } from './ice/turnService.js';
 import { ConversationStore } from './storage/conversations.js';
 import { openBus, type InvalidationBus } from './storage/bus.js';
 import { openDatabase, type Db } from './storage/db.js';
@@ -66,7 +67,10 @@ export interface Services extends Store {
   agents: AgentRegistry;
   /** Session defaults from the configuration (turn detection). */
   sessionDefaults: SessionDefaults;
-  ice: IceConfigOptions;
+  /** ice-config's body for a token: STUN, and the TURN servers that answer with fresh credentials. */
+  iceServers(tokenJti: string): IceServerEntry[];
+  /** The TURN servers and their last checks (health() is for GET /readyz). */
+  turn: TurnService;
   metrics: Metrics;
   close(): Promise<void>;
 }
@@ -82,6 +86,12 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     : undefined;
   if (stun) log.info({ stun: stun.address }, 'embedded STUN server listening');
   const store = await openStore(config);
+  const metrics = new Metrics();
+  const turn = await TurnService.start(config, store.turnSecrets, log, (url, up) => metrics.turnUp.set({ url }, up ? 1 : 0)).catch(async (err) => {
+    await store.db.destroy();
+    await stun?.close();
+    throw err;
+  });
   const keyCache = new ApiKeyCache(store.apiKeys, config.KEY_CACHE_TTL_MS);
   keyCache.start();
   await store.bus
@@ -113,7 +123,6 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
         iceServers: serverIceServers(config.SERVER_ICE_SERVERS, store.turnSecrets[0], config.TURN_CREDENTIAL_TTL_SECONDS),
       }).create(label),
   };
-  const metrics = new Metrics();
   const agents = createAgents(config, log, metrics);
   const sessionDefaults = sessionDefaultsOf(config);
   const protocols: Record<ProtocolName, ProtocolFactory> = { orga: orgaProtocol, openai: openAiProtocol(sessionDefaults) };
@@ -132,13 +141,17 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     metrics,
     agents: agents.registry,
     sessionDefaults,
-    ice: {
-      stunUrls:
-        config.STUN_URLS ?? (stun ? [embeddedStunUrl(stun.address, config.ICE_PUBLIC_IP)] : stunUrlsOfTurnServers(config.TURN_URLS)),
-      turnUrls: config.TURN_URLS,
-      turnSecrets: store.turnSecrets,
-      turnTtlSeconds: config.TURN_CREDENTIAL_TTL_SECONDS,
-    },
+    turn,
+    iceServers: (tokenJti) =>
+      buildIceServers(
+        {
+          stunUrls: config.STUN_URLS ?? (stun ? [embeddedStunUrl(stun.address, config.ICE_PUBLIC_IP)] : stunUrlsOfTurnServers(turn.upUrls())),
+          turnUrls: turn.upUrls(),
+          turnSecrets: store.turnSecrets,
+          turnTtlSeconds: config.TURN_CREDENTIAL_TTL_SECONDS,
+        },
+        tokenJti,
+      ),
     async close() {
       clearInterval(reloadTimer);
       await keyCache.stop();
@@ -146,6 +159,7 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
       await store.bus.close();
       await store.db.destroy();
       await stun?.close();
+      await turn.close();
     },
   };
 }

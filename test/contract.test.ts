@@ -211,6 +211,7 @@ describe('calls validation', () => {
     assert.equal(byLoc['body.params.instructions'].type, 'string_type');
     assert.equal(byLoc['body.params.voice'].type, 'literal_error');
     assert.match(byLoc['body.params.voice'].msg, /'Sofía'/);
+    assert.match(byLoc['body.params.voice'].msg, /'alloy'/);
     assert.match(byLoc['body.params.model'].msg, /'orga-1-beta'/);
     assert.equal(r.body.detail.length, 10);
   });
@@ -302,8 +303,10 @@ describe('routing and catalogue', () => {
     const voices = await http(server.baseUrl, '/v1/realtime/voices', { token: server.devKey });
     assert.equal(voices.status, 200);
     assert.equal(voices.body.default, 'Sofía');
-    assert.equal(voices.body.voices.length, 50);
+    assert.equal(voices.body.voices.length, 63);
     assert.deepEqual(voices.body.voices.find((v: any) => v.name === 'Giada'), { name: 'Giada', lang: 'it', gender: 'feminine' });
+    assert.deepEqual(voices.body.voices.find((v: any) => v.name === 'alloy'), { name: 'alloy', lang: 'en', gender: 'feminine' });
+    assert.deepEqual(voices.body.voices.find((v: any) => v.name === 'onyx'), { name: 'onyx', lang: 'en', gender: 'masculine' });
     const none = await http(server.baseUrl, '/v1/realtime/voices');
     assert.equal(none.status, 403);
   });

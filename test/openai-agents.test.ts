@@ -51,16 +51,23 @@ const state = (page: Page) => page.evaluate('JSON.parse(JSON.stringify(window.ap
 const transcriptOf = (item: any) => item?.content?.map((c: any) => c.transcript ?? c.text ?? '').join(' ') ?? '';
 
 /** A browser whose fake microphone speaks `parts`, on the app's page, with the session started. */
-async function session(parley: RunningServer, parts: (string | { silenceMs: number })[], withTool: boolean) {
+/**
+ * `rawMicrophone`: the app hands the transport a microphone without echo cancellation (its
+ * `mediaStream` option), as an app for headphones would. Headless Chromium's echo canceller, fed the
+ * agent's audio as its reference, suppresses the fake microphone almost entirely while the agent
+ * speaks (measured: the caller's "stop please" reached the server at −40 dB), so a barge-in test with
+ * the default microphone would test Chromium's canceller, not Parley.
+ */
+async function session(parley: RunningServer, parts: (string | { silenceMs: number })[], withTool: boolean, rawMicrophone = false) {
   const dir = mkdtempSync(join(tmpdir(), 'parley-openai-app-'));
   const app = await startApp(parley);
-  const browser: LaunchedBrowser = await launchBrowser({ fakeAudioFile: speechWav(join(dir, 'mic.wav'), parts) });
+  const browser: LaunchedBrowser = await launchBrowser({ fakeMicrophoneWav: speechWav(join(dir, 'mic.wav'), parts) });
   const page = await (await browser.browser.newContext()).newPage();
   const warnings: string[] = [];
   page.on('console', (m) => (m.type() === 'warning' || m.type() === 'error') && warnings.push(m.text()));
   await page.goto(app.url);
   await page.waitForFunction('window.app !== undefined');
-  await page.evaluate(`window.app.start(${JSON.stringify({ parley: parley.baseUrl, withTool })})`);
+  await page.evaluate(`window.app.start(${JSON.stringify({ parley: parley.baseUrl, withTool, rawMicrophone })})`);
   return {
     page,
     warnings,
@@ -146,7 +153,7 @@ describe('OpenAI Agents SDK in Chromium, with an OpenAI-compatible model server'
   });
 
   test('an interruption: the caller speaking over a long reply stops its audio and the history keeps the truncated reply', async () => {
-    const s = await session(parley, [{ silenceMs: 2500 }, 'tell me a story', { silenceMs: 4500 }, 'stop please', { silenceMs: 6000 }], false);
+    const s = await session(parley, [{ silenceMs: 2500 }, 'tell me a story', { silenceMs: 4500 }, 'stop please', { silenceMs: 6000 }], false, true);
     try {
       const cut = await until(
         'the reply to be interrupted and truncated',

@@ -146,14 +146,3 @@ test('malformed packets are ignored and the server keeps answering', async () =>
   const health = await http(server.baseUrl, '/healthz');
   assert.equal(health.status, 200);
 });
-
-test('STUN_ENABLED=false: no embedded server, ice-config falls back to the TURN servers for STUN', async () => {
-  const other = await startServer({ STUN_ENABLED: 'false', TURN_URLS: 'turn:127.0.0.1:3999?transport=udp,turns:127.0.0.1:5349?transport=tcp' });
-  try {
-    const token = await mintToken(other.baseUrl, other.devKey);
-    const ice = await http(other.baseUrl, '/v1/realtime/ice-config', { token });
-    assert.deepEqual(ice.body.iceServers[0], { urls: ['stun:127.0.0.1:3999'] });
-  } finally {
-    await other.stop();
-  }
-});

@@ -13,6 +13,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { launchBrowser, callFromPage } from './helpers/browser.ts';
 import { allocateRelay, freePort, startCoturn, type Coturn } from './helpers/coturn.ts';
+import { Message, classes, methods } from 'werift-ice';
+import { openStunConnection } from '../src/ice/turnProbe.ts';
 import { attachTone, inboundAudio, openCall, type RtcClient } from './helpers/rtcClient.ts';
 import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
@@ -74,11 +76,11 @@ let server: RunningServer;
 
 before(async () => {
   const port = await freePort();
-  server = await startServer(turnEnv(port, [NEW_SECRET, OLD_SECRET]));
-  const generated = await server.cli('turn', 'config');
-  assert.equal(generated.code, 0, generated.stderr);
+  const generated = await turnConfig(turnEnv(port, [NEW_SECRET, OLD_SECRET]));
   // 127.0.0.2 plays an address coturn must not reach (the NAT test's server host); 127.0.0.1 stays allowed.
-  coturn = await startCoturn(`${generated.stdout}denied-peer-ip=127.0.0.2\n`);
+  coturn = await startCoturn(`${generated}denied-peer-ip=127.0.0.2\n`);
+  // Started after coturn: Parley hands out only the TURN servers that answer its checks.
+  server = await startServer(turnEnv(port, [NEW_SECRET, OLD_SECRET]));
 });
 
 after(async () => {
@@ -211,7 +213,8 @@ describe('coturn accepts what ice-config mints', () => {
   test('rotation: old-secret credentials work while coturn lists both secrets, and are refused once it is removed', async () => {
     const port = await freePort();
     // Before the rotation a node signed with the old secret and gave out this credential.
-    const before = await startServer(turnEnv(port, [OLD_SECRET]));
+    // (Nothing answers on that port yet: the checks are off so that ice-config hands it out all the same.)
+    const before = await startServer({ ...turnEnv(port, [OLD_SECRET]), TURN_CHECK_INTERVAL_MS: '0' });
     const oldCredential = await turnEntry(before).finally(() => before.stop());
     // Step 1: coturn accepts both; Parley signs with the new one.
     const rotating = await startCoturn(await turnConfig(turnEnv(port, [NEW_SECRET, OLD_SECRET])));
@@ -307,6 +310,143 @@ describe('calls through coturn', () => {
       }
     } finally {
       await nat.stop();
+    }
+  });
+});
+
+/** The turnserver processes a Parley process runs as its children. */
+async function coturnChildren(parent: RunningServer): Promise<number[]> {
+  const { stdout } = await run('pgrep', ['-P', String(parent.proc.pid), '-x', 'turnserver']).catch(() => ({ stdout: '' }));
+  return stdout.split('\n').filter(Boolean).map(Number);
+}
+
+const isRunning = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** parley_turn_up per URL from GET /metrics. */
+async function turnUp(s: RunningServer): Promise<Record<string, number>> {
+  const text: string = (await http(s.baseUrl, '/metrics')).body;
+  return Object.fromEntries([...text.matchAll(/^parley_turn_up\{url="([^"]+)"\} (\d+)$/gm)].map((m) => [m[1]!, Number(m[2])]));
+}
+
+const portOf = (url: string) => Number(/:(\d+)\?/.exec(url)![1]);
+
+describe("Parley's own coturn (the default: TURN_URLS unset)", () => {
+  let own: RunningServer;
+  before(async () => {
+    own = await startServer(); // the test helper sets TURN_PORT=0 so that parallel servers never share a port
+  });
+  after(async () => {
+    await own?.stop();
+  });
+
+  test('ice-config names the coturn Parley runs, and its credentials allocate a relay over UDP and TCP', async () => {
+    const turn = await turnEntry(own);
+    assert.equal(turn.urls.length, 2);
+    const port = portOf(turn.urls[0]!);
+    assert.deepEqual(turn.urls, [`turn:127.0.0.1:${port}?transport=udp`, `turn:127.0.0.1:${port}?transport=tcp`]);
+    assert.equal((await coturnChildren(own)).length, 1, 'one coturn, a child of the Parley process');
+    for (const transport of ['udp', 'tcp'] as const) {
+      const r = await allocateRelay({ port, transport }, turn.username, turn.credential);
+      assert.ok(r.ok, `${transport}: ${JSON.stringify(r)}`);
+      assert.equal(r.relayed.address, '127.0.0.1', 'on loopback it relays on loopback');
+    }
+    assert.deepEqual(await turnUp(own), { [turn.urls[0]!]: 1, [turn.urls[1]!]: 1 });
+  });
+
+  test('a killed coturn is restarted on the same port and handed out again', async () => {
+    const before = await turnEntry(own);
+    const [pid] = await coturnChildren(own);
+    assert.ok(pid);
+    process.kill(pid, 'SIGKILL');
+    const [restarted] = await until('a new coturn child', () => coturnChildren(own), (pids) => pids.length === 1 && pids[0] !== pid);
+    const after = await until('both URLs handed out again', () => turnEntry(own).catch(() => undefined), (t) => t?.urls.length === 2);
+    assert.deepEqual(after!.urls, before.urls, 'same URLs');
+    assert.ok((await allocateRelay({ port: portOf(after!.urls[0]!) }, after!.username, after!.credential)).ok, 'the new coturn serves');
+    assert.ok(restarted && isRunning(restarted));
+    assert.match(own.stderr(), /coturn stopped; restarting it/);
+  });
+
+  test('STUN_ENABLED=false: ice-config points STUN at the coturn, which answers Binding requests', async () => {
+    const other = await startServer({ STUN_ENABLED: 'false' });
+    try {
+      const token = await mintToken(other.baseUrl, other.devKey);
+      const ice = await http(other.baseUrl, '/v1/realtime/ice-config', { token });
+      const port = portOf(ice.body.iceServers[1].urls[0]);
+      assert.deepEqual(ice.body.iceServers[0], { urls: [`stun:127.0.0.1:${port}`] });
+      const conn = await openStunConnection({ host: '127.0.0.1', port, transport: 'udp' });
+      try {
+        const answer = await conn.request(new Message(methods.BINDING, classes.REQUEST), 2000);
+        assert.equal(answer.messageClass, classes.RESPONSE);
+      } finally {
+        conn.close();
+      }
+    } finally {
+      await other.stop();
+    }
+  });
+
+  test('coturn stops with Parley', async () => {
+    const other = await startServer();
+    const pids = await coturnChildren(other);
+    assert.equal(pids.length, 1);
+    assert.equal(await other.stop(), 0);
+    await until('coturn gone', () => isRunning(pids[0]!), (running) => !running);
+  });
+
+  test('TURN_ENABLED=false: no TURN entry and no coturn', async () => {
+    const other = await startServer({ TURN_ENABLED: 'false' });
+    try {
+      const token = await mintToken(other.baseUrl, other.devKey);
+      const ice = await http(other.baseUrl, '/v1/realtime/ice-config', { token });
+      assert.deepEqual(ice.body.iceServers.map((s: TurnEntry) => s.urls[0]!.split(':')[0]), ['stun']);
+      assert.deepEqual(await coturnChildren(other), []);
+    } finally {
+      await other.stop();
+    }
+  });
+
+  test('a TURN_PORT already taken stops the start with a clear message', async () => {
+    await assert.rejects(startServer({ TURN_PORT: String(coturn.port) }), /cannot listen on port \d+: it is in use/);
+  });
+});
+
+describe('TURN servers are checked', () => {
+  test('an unreachable TURN_URLS entry is left out of ice-config, with a warning and parley_turn_up 0', async () => {
+    const closed = await freePort();
+    const good = [`turn:127.0.0.1:${coturn.port}?transport=udp`, `turn:127.0.0.1:${coturn.port}?transport=tcp`];
+    const dead = [`turn:127.0.0.1:${closed}?transport=udp`, `turn:127.0.0.1:${closed}?transport=tcp`];
+    const other = await startServer({ ...turnEnv(coturn.port, [NEW_SECRET]), TURN_URLS: [...good, ...dead].join(',') });
+    try {
+      assert.deepEqual((await turnEntry(other)).urls, good);
+      assert.deepEqual(await turnUp(other), { [good[0]!]: 1, [good[1]!]: 1, [dead[0]!]: 0, [dead[1]!]: 0 });
+      for (const url of dead) assert.ok(other.stderr().includes(url) && /does not answer/.test(other.stderr()), `warning for ${url}`);
+    } finally {
+      await other.stop();
+    }
+  });
+
+  test('a TURN server that stops is left out until it answers again (periodic checks)', async () => {
+    const port = await freePort();
+    const env = { ...turnEnv(port, [NEW_SECRET]), TURN_CHECK_INTERVAL_MS: '500' };
+    let external = await startCoturn(await turnConfig(env));
+    const other = await startServer(env);
+    try {
+      const hasTurn = async () => (await http(other.baseUrl, '/v1/realtime/ice-config', { token: await mintToken(other.baseUrl, other.devKey) })).body.iceServers.some((s: TurnEntry) => s.username);
+      assert.equal(await hasTurn(), true);
+      await external.stop();
+      await until('TURN left out', hasTurn, (has) => !has);
+      external = await startCoturn(await turnConfig(env));
+      await until('TURN back', hasTurn, (has) => has);
+    } finally {
+      await other.stop();
+      await external.stop();
     }
   });
 });

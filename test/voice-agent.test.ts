@@ -81,6 +81,24 @@ describe('offline pipeline', () => {
     }
   });
 
+  test('modalities [] (what the published React SDK sends once the channel opens): the caller is still heard', async () => {
+    const client = await call(server, { return_transcription: true, modalities: [] });
+    try {
+      const from = client.events.length;
+      client.send({ event: 'session.update', data: { model: 'orga-1-beta', voice: 'alloy', temperature: 0.5, modalities: [] } });
+      const updated = await nextAfter(client, 'session.updated', from);
+      assert.deepEqual(updated.session.modalities, []);
+      const mic = await attachMicrophone(client);
+      await mic.say(speak('what time is it'));
+      const heard = await client.nextEvent('conversation.item.input_audio_transcription.completed', 15_000);
+      assert.match(heard.transcript, /\btime\b/);
+      assert.match((await client.nextEvent('response.output_item.done', 20_000)).text, /^It is \d{1,2}:\d\d/, 'orga-1-beta answered');
+      mic.stop();
+    } finally {
+      client.close();
+    }
+  });
+
   test('barge-in: speaking over the agent stops its audio and sends response.interrupted', async () => {
     const client = await call(server, { model: 'echo' });
     try {
@@ -107,7 +125,7 @@ describe('offline pipeline', () => {
 
   test('every catalogue voice speaks', async () => {
     const voices = (await http(server.baseUrl, '/v1/realtime/voices', { token: server.devKey })).body.voices as { name: string }[];
-    assert.equal(voices.length, 50);
+    assert.equal(voices.length, 63, 'the newer clients\' 50 and the published release\'s 10 plus OpenAI\'s other 3');
     const client = await call(server, { model: 'echo' });
     try {
       for (const { name } of voices) {

@@ -102,7 +102,7 @@ export class VoiceAgent implements Agent {
     const turn = this.manual;
     if (!turn) return { ok: false, code: 'input_audio_buffer_commit_empty', message: 'There is no audio to commit.' };
     this.manual = undefined;
-    void this.finishTurn(turn, this.inputMs, performance.now());
+    void this.finishTurn(turn, this.inputMs, this.inputMs, performance.now());
     return { ok: true };
   }
 
@@ -134,10 +134,10 @@ export class VoiceAgent implements Agent {
     this.detector = this.deps.stages.turnDetector(endpointing(this.session), {
       speechStarted: (audioStartMs, preroll) => this.onSpeechStarted(audioStartMs, preroll),
       speech: (pcm) => this.turn?.recognition.write(pcm),
-      speechStopped: (audioEndMs) => {
+      speechStopped: (audioEndMs, speechEndMs) => {
         const turn = this.turn;
         this.turn = undefined;
-        if (turn) void this.finishTurn(turn, audioEndMs, performance.now());
+        if (turn) void this.finishTurn(turn, audioEndMs, speechEndMs, performance.now());
       },
       error: (err) => {
         this.deps.onFailure?.('vad', err);
@@ -186,10 +186,10 @@ export class VoiceAgent implements Agent {
   }
 
   /** The caller's turn ended: it becomes a user item, is transcribed, and answered. */
-  private async finishTurn(turn: Turn, audioEndMs: number, stoppedAt: number): Promise<void> {
+  private async finishTurn(turn: Turn, audioEndMs: number, speechEndMs: number, stoppedAt: number): Promise<void> {
     const { ctx } = this;
     // Audio that arrived after the speech ended is the time the end-of-turn rule waited.
-    const waitMs = Math.max(0, this.inputMs - audioEndMs);
+    const waitMs = Math.max(0, this.inputMs - speechEndMs);
     const voiceEndedAt = stoppedAt - waitMs;
     ctx.emit({ type: 'input.speech_stopped', itemId: turn.itemId, audioEndMs: Math.round(audioEndMs) });
     const item: MessageItem = { id: turn.itemId, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: null }] };

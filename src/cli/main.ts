@@ -5,7 +5,7 @@ import dotenv from 'dotenv';
 import { ConfigError, loadConfig, type Config } from '../config/env.js';
 import type { Store } from '../services.js';
 import { loadOrCreateLocalSecrets } from '../auth/localSecrets.js';
-import { coturnConfig, coturnOptionsFromConfig } from '../ice/coturnConfig.js';
+import { coturnConfig, coturnOptionsFromConfig, managedCoturnConfig } from '../ice/coturnConfig.js';
 
 dotenv.config();
 
@@ -103,14 +103,16 @@ tokens
 const turn = program.command('turn').description('coturn, the TURN server beside Parley');
 turn
   .command('config')
-  .description("print a turnserver.conf for coturn's TURN REST API mode, from the same settings (it holds the TURN secrets)")
+  .description("print a turnserver.conf for coturn's TURN REST API mode, from the same settings (it holds the TURN secrets): for TURN_URLS, or else the one Parley's own coturn runs with")
   .option('--output <file>', 'write it to this file (mode 0600) instead of stdout')
   .action((opts: { output?: string }) => {
     const cfg = config();
     const secrets = cfg.TURN_SECRETS ?? [loadOrCreateLocalSecrets(cfg.DATA_DIR).turnSecret];
     let text: string;
     try {
-      text = coturnConfig(coturnOptionsFromConfig(cfg, secrets));
+      if (cfg.TURN_URLS) text = coturnConfig(coturnOptionsFromConfig(cfg, secrets));
+      else if (cfg.TURN_PORT) text = managedCoturnConfig(cfg, secrets, cfg.TURN_PORT);
+      else throw new Error('TURN_PORT=0: the port of Parley\'s coturn is picked when it starts; set TURN_PORT or TURN_URLS');
     } catch (err) {
       process.stderr.write(`parley: ${(err as Error).message}\n`);
       process.exit(2);

@@ -1,6 +1,8 @@
 // A turnserver.conf for coturn in TURN REST-API mode (`use-auth-secret`), derived from the same
 // settings ice-config uses, so the credentials Parley mints are exactly the ones coturn accepts.
 import type { Config } from '../config/env.js';
+import { isIP } from 'node:net';
+import { parseTurnUrl, type TurnAddress } from './turnUrl.js';
 
 export interface CoturnConfigOptions {
   /** TURN_URLS: their ports become coturn's listening ports (turn: plain UDP/TCP, turns: TLS). */
@@ -51,11 +53,9 @@ interface TurnUrl {
   port: number;
 }
 
-function parseTurnUrl(url: string): TurnUrl {
-  const m = /^(turns?):[^?:]+(?::(\d+))?(?:\?.*)?$/.exec(url);
-  if (!m) throw new Error(`"${url}" is not a turn:/turns: URL`);
-  const tls = m[1] === 'turns';
-  return { tls, port: m[2] ? Number(m[2]) : tls ? 5349 : 3478 };
+function listenerOf(url: string): TurnUrl {
+  const { transport, port } = parseTurnUrl(url);
+  return { tls: transport === 'tls', port };
 }
 
 /** coturn listens on one port and one "alt" port per kind: more than two distinct ports cannot be served. */
@@ -76,7 +76,7 @@ export function coturnConfig(opts: CoturnConfigOptions): string {
   for (const [name, value] of Object.entries({ TURN_REALM: opts.realm, TURN_TLS_CERT: opts.tlsCert, TURN_TLS_KEY: opts.tlsKey })) {
     if (/[\s#"]/.test(value) || !value) throw new Error(`${name} must be non-empty without whitespace, '#' or '"'`);
   }
-  const urls = opts.turnUrls.map(parseTurnUrl);
+  const urls = opts.turnUrls.map(listenerOf);
   const plain = portsOf(urls, false);
   const tls = portsOf(urls, true);
   // coturn needs a plain listening port even when only turns: is handed out; it also answers STUN there.
@@ -93,7 +93,7 @@ export function coturnConfig(opts: CoturnConfigOptions): string {
     ...opts.turnSecrets.map((s) => `static-auth-secret=${s}`),
     `realm=${opts.realm}`,
     '',
-    '# Ports from TURN_URLS.',
+    '# Listening ports, from the TURN URLs ice-config hands out.',
     `listening-port=${listening}`,
   ];
   if (plain[1]) lines.push(`# coturn opens alt ports when it listens on two or more addresses (the default: all interfaces).`, `alt-listening-port=${plain[1]}`);
@@ -128,13 +128,13 @@ export function coturnConfig(opts: CoturnConfigOptions): string {
   return lines.join('\n') + '\n';
 }
 
-/** The generator's options from Parley's settings (the TURN secrets resolved by the caller). */
+/** The generator's options from Parley's settings (the TURN secrets resolved by the caller; TURN_URLS, or none for Parley's own coturn). */
 export function coturnOptionsFromConfig(
   config: Pick<Config, 'TURN_URLS' | 'TURN_REALM' | 'TURN_RELAY_PORT_RANGE' | 'TURN_TLS_CERT' | 'TURN_TLS_KEY' | 'TURN_ALLOW_LOOPBACK_PEERS' | 'TURN_ALLOWED_PEER_IPS'>,
   turnSecrets: string[],
 ): CoturnConfigOptions {
   return {
-    turnUrls: config.TURN_URLS,
+    turnUrls: config.TURN_URLS ?? [],
     turnSecrets,
     realm: config.TURN_REALM,
     relayPortRange: config.TURN_RELAY_PORT_RANGE ?? [49152, 65535],
@@ -143,4 +143,44 @@ export function coturnOptionsFromConfig(
     allowLoopbackPeers: config.TURN_ALLOW_LOOPBACK_PEERS,
     allowedPeerIps: config.TURN_ALLOWED_PEER_IPS,
   };
+}
+
+type ManagedSettings = Parameters<typeof coturnOptionsFromConfig>[0] & Pick<Config, 'HOST' | 'ICE_PUBLIC_IP' | 'TURN_BIND'>;
+
+const isLoopback = (ip: string) => ip.startsWith('127.') || ip === '::1';
+const isWildcard = (ip: string) => ip === '0.0.0.0' || ip === '::';
+const hostInUrl = (ip: string) => (isIP(ip) === 6 ? `[${ip}]` : ip);
+/** The address Parley's coturn listens on: TURN_BIND, else HOST (coturn takes IP addresses only). */
+export const turnBindAddress = (settings: Pick<Config, 'HOST' | 'TURN_BIND'>) => {
+  const bind = settings.TURN_BIND || settings.HOST;
+  return bind === 'localhost' ? '127.0.0.1' : bind;
+};
+
+/** Parley's coturn (TURN_URLS unset): the URLs ice-config names, and where checks connect (its local address). */
+export function managedTurnServers(settings: ManagedSettings, port: number): { url: string; target: TurnAddress }[] {
+  const bind = turnBindAddress(settings);
+  const local = isWildcard(bind) ? (bind === '::' ? '::1' : '127.0.0.1') : bind;
+  // Like the embedded STUN server's URL: the public address when configured, else the local one.
+  const advertised = hostInUrl(settings.ICE_PUBLIC_IP || local);
+  return (['udp', 'tcp'] as const).map((transport) => ({ url: `turn:${advertised}:${port}?transport=${transport}`, target: { host: local, port, transport } }));
+}
+
+/**
+ * Parley's coturn configuration: the `parley turn config` file for its URLs, listening on TURN_BIND
+ * (else HOST). On a loopback address (single-machine development) it relays on that address too, to
+ * loopback peers only.
+ */
+export function managedCoturnConfig(settings: ManagedSettings, secrets: string[], port: number): string {
+  const bind = turnBindAddress(settings);
+  const loopback = isLoopback(bind);
+  const options = {
+    ...coturnOptionsFromConfig(settings, secrets),
+    turnUrls: managedTurnServers(settings, port).map((s) => s.url),
+    allowLoopbackPeers: loopback || settings.TURN_ALLOW_LOOPBACK_PEERS,
+  };
+  const lines = ['', "# Parley's own coturn."];
+  if (!isWildcard(bind)) lines.push(`listening-ip=${bind}`);
+  if (loopback) lines.push(`relay-ip=${bind}`);
+  if (settings.ICE_PUBLIC_IP) lines.push(`external-ip=${settings.ICE_PUBLIC_IP}${isWildcard(bind) ? '' : `/${bind}`}`);
+  return coturnConfig(options) + lines.join('\n') + '\n';
 }

@@ -1,5 +1,5 @@
 // Prometheus metrics for operators (GET /metrics): calls, their outcomes, answer latency, tokens,
-// and where the voice agent's time goes, stage by stage.
+// TURN, and where the voice agent's time goes, stage by stage.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Seconds, around the 0.1–1 s a voice agent's stages take. */
@@ -31,6 +31,12 @@ export class Metrics {
     name: 'parley_stage_failures_total',
     help: "Voice-agent stage failures, by stage (vad, stt, llm, tts), each also an error event to the call's client",
     labelNames: ['stage'] as const,
+    registers: [this.registry],
+  });
+  readonly turnUp = new Gauge({
+    name: 'parley_turn_up',
+    help: 'Whether a TURN server answered its last check (an allocation); 0 leaves it out of ice-config',
+    labelNames: ['url'] as const,
     registers: [this.registry],
   });
 

@@ -7,13 +7,16 @@ export interface VoiceInfo {
   gender: Gender;
 }
 
-// Every voice the existing clients send (client-compatibility.md); the first is their default.
+// Every voice the existing clients send (client-compatibility.md): the newer source's 50, whose first is
+// Parley's default, then the published release's English names (its default is alloy) and OpenAI's others.
 const VOICE_TABLE = `Sofía es f, Victoria en f, Ethan en m, Juan es m, Chloe en f, Marta es f, Harold en m, Alex en m,
 Julien fr m, Emilio es m, Bruno pt m, Mariana pt f, Carolina pt f, Hannah en f, Valerie en f, Camille fr f, Clara es f,
 Max en m, Chloé fr f, Álvaro es m, Giada it f, Lucía es f, Joana pt f, Aurélie fr f, Ignacio es m, Antoine fr m,
 Mathieu fr m, André pt m, Natalia es f, Ricardo es m, Adrian en m, Rafael pt m, Gustavo pt m, Marco it m, Alessandro it m,
 Matteo it m, Davide it m, Valentina it f, Serena it f, Roberto it m, Emma en f, Bernard fr m, Élise fr f, Nadine fr f,
-Laurent fr m, Teresa es f, Helena pt f, Lorenzo it m, Henrique pt m, Paola it f`;
+Laurent fr m, Teresa es f, Helena pt f, Lorenzo it m, Henrique pt m, Paola it f,
+alloy en f, ash en m, ballad en m, coral en f, echo en m, fable en m, onyx en m, nova en f, sage en f, shimmer en f,
+verse en m, marin en f, cedar en m`;
 
 export const VOICES: readonly VoiceInfo[] = VOICE_TABLE.split(',').map((entry) => {
   const [name, lang, g] = entry.trim().split(/\s+/);

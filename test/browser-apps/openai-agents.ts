@@ -18,6 +18,8 @@ interface StartOptions {
   /** Parley's base URL (the transport's baseUrl is its calls endpoint). */
   parley: string;
   withTool: boolean;
+  /** Give the transport a microphone without echo cancellation (its `mediaStream` option). */
+  rawMicrophone: boolean;
 }
 
 const app = {
@@ -35,7 +37,10 @@ const app = {
     const agent = new RealtimeAgent({ name: 'Assistant', instructions: 'You are a helpful assistant.', tools: opts.withTool ? [getTime] : [] });
     const audioElement = document.createElement('audio');
     document.body.append(audioElement);
-    const transport = new OpenAIRealtimeWebRTC({ baseUrl: `${opts.parley}/v1/realtime/calls`, audioElement });
+    const mediaStream = opts.rawMicrophone
+      ? await navigator.mediaDevices.getUserMedia({ audio: { echoCancellation: false, noiseSuppression: false, autoGainControl: false } })
+      : undefined;
+    const transport = new OpenAIRealtimeWebRTC({ baseUrl: `${opts.parley}/v1/realtime/calls`, audioElement, ...(mediaStream ? { mediaStream } : {}) });
     transport.on('*', (e: any) => app.events.push(e));
     const session = new RealtimeSession(agent, { transport, model: 'gpt-realtime' });
     session.on('history_updated', (h) => (app.history = JSON.parse(JSON.stringify(h))));

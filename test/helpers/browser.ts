@@ -18,7 +18,8 @@ export const CHROMIUM_FLAGS = [
   '--disable-component-update',
   '--disable-sync',
   '--use-fake-ui-for-media-stream',
-  '--use-fake-device-for-media-stream',
+  // A fake camera at 30 fps, as real ones run: the published Orga SDK asks for at least 24 (20 is the default).
+  '--use-fake-device-for-media-stream=fps=30',
   '--allow-loopback-in-peer-connection',
   '--autoplay-policy=no-user-gesture-required',
 ];
@@ -32,20 +33,25 @@ export interface LaunchedBrowser {
   close(): Promise<void>;
 }
 
+export interface LaunchOptions {
+  /** A WAV file the fake microphone plays (--use-file-for-fake-audio-capture), once per capture. */
+  fakeMicrophoneWav?: string;
+}
+
 /**
  * Launches Chromium with exactly CHROMIUM_FLAGS and a fresh temporary --user-data-dir (removed on
  * close), so runs never share a profile. `ignoreDefaultArgs` keeps Playwright from adding flags of
  * its own; it still needs the profile directory and the pipe it drives the browser through.
  */
-export async function launchBrowser(opts: { fakeAudioFile?: string } = {}): Promise<LaunchedBrowser> {
+export async function launchBrowser(opts: LaunchOptions = {}): Promise<LaunchedBrowser> {
   const userDataDir = mkdtempSync(join(tmpdir(), 'parley-chromium-'));
-  // The fake microphone plays this WAV once (%noloop) from when the page opens it.
-  const audio = opts.fakeAudioFile ? [`--use-file-for-fake-audio-capture=${opts.fakeAudioFile}%noloop`] : [];
+  // %noloop: each capture (each getUserMedia) plays the file from its start once, then silence.
+  const microphone = opts.fakeMicrophoneWav ? [`--use-file-for-fake-audio-capture=${opts.fakeMicrophoneWav}%noloop`] : [];
   const browser = await chromium
     .launch({
       executablePath: CHROMIUM_PATH,
       ignoreDefaultArgs: true,
-      args: [...CHROMIUM_FLAGS, ...audio, `--user-data-dir=${userDataDir}`, '--remote-debugging-pipe'],
+      args: [...CHROMIUM_FLAGS, ...microphone, `--user-data-dir=${userDataDir}`, '--remote-debugging-pipe'],
       timeout: 30_000,
     })
     .catch((err: Error) => {

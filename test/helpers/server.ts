@@ -30,8 +30,9 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
     PORT: '0',
     DATA_DIR: dataDir,
     ICE_BIND_ADDRESS: '127.0.0.1',
-    // Parallel test servers must not fight over the embedded STUN server's default port 3478.
+    // Parallel test servers must not fight over the embedded STUN server's 3478 nor their coturn's 3479.
     STUN_PORT: '0',
+    TURN_PORT: '0',
     LOG_LEVEL: 'warn',
     ...extraEnv,
   };

@@ -22,6 +22,18 @@ export function speak(text: string): Int16Array {
   }
 }
 
+/** `text` spoken into a WAV file (48 kHz mono 16-bit) after `leadSeconds` of silence, for a browser's fake microphone. */
+export function speakToWav(text: string, file: string, leadSeconds = 1): void {
+  const dir = mkdtempSync(join(tmpdir(), 'parley-speech-'));
+  try {
+    const wav = join(dir, 'in.wav');
+    execFileSync('flite', ['-voice', 'slt', '-t', text, '-o', wav]);
+    execFileSync('sox', [wav, '-r', '48000', '-c', '1', '-b', '16', '-e', 'signed-integer', file, 'pad', String(leadSeconds), '1']);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /**
  * A WAV file (48 kHz mono 16-bit) for Chromium's fake microphone: spoken parts and silences in
  * order, e.g. `[{ silenceMs: 2000 }, 'what time is it', { silenceMs: 3000 }]`.

@@ -34,7 +34,7 @@ test('the turn ends when the silence after speech reaches silenceMs, timed from 
   const events = run(policy, [...repeat(0, 5), ...repeat(0.95, 30), ...repeat(0.01, 20)]);
   assert.deepEqual(events, [
     [6, { type: 'start', onsetMs: 160 }],
-    [44, { type: 'stop', endMs: 1440, reason: 'silence' }],
+    [44, { type: 'stop', endMs: 1440, speechEndMs: 1120, reason: 'silence' }],
   ]);
 });
 
@@ -69,7 +69,7 @@ test('configure() applies at once: a shorter silence ends a turn already that lo
   const policy = new EndpointingPolicy({ ...options, silenceMs: 1000 });
   assert.deepEqual(run(policy, [...repeat(0.9, 10), ...repeat(0, 15)]).map(([, e]) => e.type), ['start']);
   policy.configure({ silenceMs: 200 });
-  assert.deepEqual(policy.step(0, 25 * 32, 32), { type: 'stop', endMs: 26 * 32, reason: 'silence' });
+  assert.deepEqual(policy.step(0, 25 * 32, 32), { type: 'stop', endMs: 26 * 32, speechEndMs: 10 * 32, reason: 'silence' });
   // A higher threshold: 0.6 is no longer speech.
   policy.configure({ threshold: 0.7, silenceMs: undefined });
   assert.equal(policy.settings.silenceMs, 200, 'undefined leaves a setting as it was');
@@ -93,6 +93,6 @@ test('with pauseMs, a silence that long inside a turn is reported once, and spee
     [7, { type: 'pause', silenceStartMs: 160 }],
     [9, { type: 'resume' }],
     [14, { type: 'pause', silenceStartMs: 384 }],
-    [21, { type: 'stop', endMs: 704, reason: 'silence' }],
+    [21, { type: 'stop', endMs: 704, speechEndMs: 384, reason: 'silence' }],
   ]);
 });

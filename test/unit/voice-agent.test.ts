@@ -49,7 +49,7 @@ function agent(transcripts: string[], session: Partial<Session> = {}, replyText 
   const speakTurn = (start: number, end: number) => {
     s.caller().speechStarted(start, new Int16Array(160));
     s.caller().speech(new Int16Array(320));
-    s.caller().speechStopped(end);
+    s.caller().speechStopped(end, end);
   };
   return { ...f, ...s, a, model, speakTurn };
 }
@@ -102,10 +102,10 @@ describe('VoiceAgent', () => {
   test('a caller who goes on speaking while the turn is transcribed is answered once, for both parts', async () => {
     const t = agent(['my name is', 'Alice']);
     t.caller().speechStarted(0, new Int16Array(0));
-    t.caller().speechStopped(1000);
+    t.caller().speechStopped(1000, 1000);
     t.caller().speechStarted(1200, new Int16Array(0));
     await settle(() => t.types().includes('transcription.completed'), 'first part');
-    t.caller().speechStopped(2000);
+    t.caller().speechStopped(2000, 2000);
     await settle(() => t.types().includes('response.done'), 'the reply');
     assert.equal(t.model.requests.length, 1);
     assert.deepEqual(t.model.requests[0]!.messages, [{ role: 'user', content: 'my name is' }, { role: 'user', content: 'Alice' }]);

@@ -50,7 +50,7 @@ export function createTurnDetector(vad: Vad, options: TurnDetectorOptions, liste
     const event = policy.step(p, w.start / RATE_KHZ, w.pcm.length / RATE_KHZ);
     if (wasInTurn) {
       listener.speech(w.pcm);
-      if (event?.type === 'stop') listener.speechStopped(Math.round(event.endMs));
+      if (event?.type === 'stop') listener.speechStopped(Math.round(event.endMs), Math.round(event.speechEndMs));
       else if (event?.type === 'pause') listener.speechPaused?.(Math.round(event.silenceStartMs));
       else if (event?.type === 'resume') listener.speechResumed?.();
       return;

@@ -21,7 +21,14 @@ export type EndpointEvent =
   | { type: 'pause'; /** Start of the silence, ms of audio. */ silenceStartMs: number }
   /** The caller spoke again after a pause; the turn goes on. */
   | { type: 'resume' }
-  | { type: 'stop'; /** End of the window that completed the silence (or reached the length limit). */ endMs: number; reason: 'silence' | 'max_length' };
+  | {
+      type: 'stop';
+      /** End of the window that completed the silence (or reached the length limit). */
+      endMs: number;
+      /** Where the caller's speech ended: the start of that silence (endMs at the length limit). */
+      speechEndMs: number;
+      reason: 'silence' | 'max_length';
+    };
 
 export class EndpointingPolicy {
   private options: EndpointingPolicyOptions;
@@ -73,12 +80,13 @@ export class EndpointingPolicy {
       }
     } else if (p < Math.max(threshold - HYSTERESIS, 0.01)) this.silenceStartMs ??= startMs;
     if (this.silenceStartMs !== undefined && endMs - this.silenceStartMs >= silenceMs) {
+      const speechEndMs = this.silenceStartMs;
       this.reset();
-      return { type: 'stop', endMs, reason: 'silence' };
+      return { type: 'stop', endMs, speechEndMs, reason: 'silence' };
     }
     if (endMs - this.turnStartMs >= maxTurnMs) {
       this.reset();
-      return { type: 'stop', endMs, reason: 'max_length' };
+      return { type: 'stop', endMs, speechEndMs: endMs, reason: 'max_length' };
     }
     const { pauseMs } = this.options;
     if (pauseMs !== undefined && !this.paused && this.silenceStartMs !== undefined && endMs - this.silenceStartMs >= pauseMs) {

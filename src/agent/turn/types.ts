@@ -42,8 +42,11 @@ export interface TurnListener {
   speechPaused?(silenceStartMs: number): void;
   /** The caller spoke again after a reported pause: the turn goes on. */
   speechResumed?(): void;
-  /** The turn ended (silence, or the turn's length limit); `audioEndMs` includes the silence, as OpenAI's `audio_end_ms`. */
-  speechStopped(audioEndMs: number): void;
+  /**
+   * The turn ended (silence, or the turn's length limit); `audioEndMs` includes the silence, as
+   * OpenAI's `audio_end_ms`; `speechEndMs` is where the caller's speech ended (the silence's start).
+   */
+  speechStopped(audioEndMs: number, speechEndMs: number): void;
   /**
    * Turn detection failed: the VAD could not judge a window (it then counts as silence, so an open
    * turn ends rather than hanging), once per streak of failures; or a listener call made while an

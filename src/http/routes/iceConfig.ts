@@ -1,6 +1,5 @@
-// GET /v1/realtime/ice-config: STUN and TURN servers, TURN credentials minted per response.
+// GET /v1/realtime/ice-config: STUN and the TURN servers that answer, TURN credentials minted per response.
 import type { FastifyPluginAsync } from 'fastify';
-import { buildIceServers } from '../../ice/iceConfig.js';
 import type { Services } from '../../services.js';
 import { requireToken } from '../auth.js';
 import { IceConfigResponse } from '../schemas.js';
@@ -15,6 +14,6 @@ export const iceConfigRoutes = (services: Services): FastifyPluginAsync => async
         response: { 200: IceConfigResponse, 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' } },
       },
     },
-    (req) => ({ iceServers: buildIceServers(services.ice, req.token!.jti) }),
+    (req) => ({ iceServers: services.iceServers(req.token!.jti) }),
   );
 };
