@@ -55,6 +55,7 @@ export function createAgents(config: Config, log: FastifyBaseLogger, metrics?: M
     const models = new Map(VOICE_ENGINES.map((engine) => [engine, replyModelFor(engine, config)] as const));
     const voice = voiceAgentFactory({
       stages,
+      prepareReplyAfterMs: config.PREPARE_REPLY_AFTER_MS,
       modelFor: (session: Session) => models.get(registry.engineOf(session.model) as (typeof VOICE_ENGINES)[number]) ?? offlineModel,
       onTimings: (model, timings) => metrics && observeTimings(metrics, model, timings),
       onFailure: (stage, err) => {

@@ -1,6 +1,8 @@
 // One reply of the agent, from the first token to the last sample: generation (text and tool calls),
 // speech clause by clause, the items and events it produces, and cancellation as one — an
-// interrupted reply keeps in the conversation what the caller heard of it.
+// interrupted reply keeps in the conversation what the caller heard of it. A reply can be prepared
+// before it is wanted (`held`): it generates and synthesises, but nothing of it is seen — no event,
+// no item, no audio — until it is released, in order, or discarded without a trace.
 import { randomId } from '../auth/ids.js';
 import { newItemId, type FunctionCallItem, type Item, type MessageItem } from '../session/conversation.js';
 import type { ResponseInfo, ResponseStatus, StageTimings } from '../session/events.js';
@@ -39,6 +41,8 @@ export interface ReplyOptions {
   voiceEndedAt?: number;
   /** Audio of the reply is being written: the agent tracks playback. */
   onAudio(): void;
+  /** Prepare only: nothing is emitted, added or played until release(). */
+  held?: boolean;
   /** Reports stage timings once the first audio is out. */
   onTimings?(timings: StageTimings): void;
   /** A stage of the reply failed (logs and metrics; the client gets an error event). */
@@ -63,12 +67,47 @@ export class Reply {
   private usage: { inputTokens: number; outputTokens: number } | undefined;
   /** Milliseconds of this reply's audio written to the call's audio out. */
   private writtenMs = 0;
+  /** Its first audio has been produced. */
+  private spoke = false;
   /** The assistant turn has been stored (what the caller heard of it). */
   private recorded = false;
+  /** While held: what the reply did, to be done for real on release. */
+  private heldEffects: (() => void)[] | undefined;
   private settle: (info: ResponseInfo) => void = () => {};
 
   constructor(private readonly opts: ReplyOptions) {
     this.done = new Promise((resolve) => (this.settle = resolve));
+    if (opts.held) this.heldEffects = [];
+  }
+
+  /** Whether it is still being prepared unseen. */
+  get held(): boolean {
+    return this.heldEffects !== undefined;
+  }
+
+  /** A held reply goes out: everything it did so far happens now, in order, and the rest as it comes. */
+  release(timings: StageTimings, voiceEndedAt: number | undefined): void {
+    const effects = this.heldEffects;
+    if (!effects) return;
+    this.opts.timings = timings;
+    this.opts.voiceEndedAt = voiceEndedAt;
+    this.heldEffects = undefined;
+    for (const effect of effects) effect();
+  }
+
+  /** A held reply that is not wanted: it stops, and nothing of it was ever seen. */
+  discard(): void {
+    if (!this.heldEffects) return;
+    this.heldEffects = undefined;
+    this.abort.abort();
+    this.status = 'cancelled';
+    this.settle(this.info());
+  }
+
+  /** Does something the client or the call can observe, or keeps it for release while held. */
+  private out(effect: () => void): void {
+    if (this.heldEffects) this.heldEffects.push(effect);
+    else effect();
   }
 
   /** Still generating (text, tool calls or audio); its audio may play on after that. */
@@ -76,10 +115,6 @@ export class Reply {
     return this.status === 'in_progress';
   }
 
-  /** Whether any of its audio was written to the call. */
-  get hasAudio(): boolean {
-    return this.writtenMs > 0;
-  }
 
   /** The assistant message this reply speaks, once it has one. */
   get messageId(): string | undefined {
@@ -87,7 +122,7 @@ export class Reply {
   }
 
   start(): void {
-    this.opts.ctx.emit({ type: 'response.created', response: this.info() });
+    this.out(() => this.opts.ctx.emit({ type: 'response.created', response: this.info() }));
     void this.run().catch((err: Error) => this.finish('failed', `internal: ${err.message}`));
   }
 
@@ -96,6 +131,10 @@ export class Reply {
    * the message keeps what the caller heard. Returns the milliseconds of audio dropped.
    */
   stop(reason: 'turn_detected' | 'client_cancelled'): number {
+    if (this.held) {
+      this.discard();
+      return 0;
+    }
     const generating = this.generating;
     if (generating) this.abort.abort();
     const dropped = this.opts.settings.audio ? this.opts.ctx.audio.clear() : 0;
@@ -151,7 +190,8 @@ export class Reply {
     const say = (delta: string) => {
       this.ensureMessage();
       this.text += delta;
-      ctx.emit({ type: 'response.text.delta', responseId: this.id, itemId: this.message!.id, outputIndex: this.indexOf(this.message!), audio: settings.audio, delta });
+      const message = this.message!;
+      this.out(() => ctx.emit({ type: 'response.text.delta', responseId: this.id, itemId: message.id, outputIndex: this.indexOf(message), audio: settings.audio, delta }));
       speaker?.push(delta);
     };
 
@@ -176,7 +216,8 @@ export class Reply {
       if (signal.aborted) return;
       failure = err as Error;
       this.opts.onFailure?.('llm', failure);
-      ctx.emit({ type: 'error', kind: 'server_error', code: 'model_error', message: `The language model failed: ${failure.message}` });
+      const message = `The language model failed: ${failure.message}`;
+      this.out(() => ctx.emit({ type: 'error', kind: 'server_error', code: 'model_error', message }));
       // The caller hears that something went wrong rather than silence.
       if (!this.text) say(APOLOGY);
     }
@@ -198,27 +239,37 @@ export class Reply {
       for await (const chunk of speaker) {
         if (signal.aborted) return;
         if (!chunk.pcm.length) continue;
-        if (this.writtenMs === 0) this.audioStarted(startedAt, firstTokenAt());
-        const ms = chunk.pcm.length / 48;
-        ctx.audio.write(chunk.pcm);
-        this.opts.onAudio();
-        if (this.message) ctx.conversation.addSpoken(this.message.id, ms, chunk.text);
-        this.writtenMs += ms;
+        if (!this.spoke) {
+          this.spoke = true;
+          const firstAudioAt = performance.now();
+          const tokenAt = firstTokenAt();
+          this.out(() => this.audioStarted(startedAt, tokenAt, firstAudioAt));
+        }
+        const message = this.message;
+        this.out(() => {
+          const ms = chunk.pcm.length / 48;
+          ctx.audio.write(chunk.pcm);
+          this.opts.onAudio();
+          if (message) ctx.conversation.addSpoken(message.id, ms, chunk.text);
+          this.writtenMs += ms;
+        });
       }
     } catch (err) {
       if (signal.aborted) return;
       // The text is still delivered; the caller is told the voice failed.
       this.opts.onFailure?.('tts', err as Error);
-      ctx.emit({ type: 'error', kind: 'server_error', code: 'synthesis_failed', message: `Speech synthesis failed: ${(err as Error).message}` });
+      const message = `Speech synthesis failed: ${(err as Error).message}`;
+      this.out(() => ctx.emit({ type: 'error', kind: 'server_error', code: 'synthesis_failed', message }));
     }
   }
 
-  private audioStarted(startedAt: number, firstTokenAt: number | undefined): void {
+  /** The first audio is going out (for a held reply: on release, when it was ready before). */
+  private audioStarted(startedAt: number, firstTokenAt: number | undefined, readyAt: number): void {
     const now = performance.now();
     const timings: StageTimings = {
       ...this.opts.timings,
-      first_token_ms: Math.round((firstTokenAt ?? now) - startedAt),
-      synthesis_ms: Math.round(now - (firstTokenAt ?? now)),
+      first_token_ms: Math.round((firstTokenAt ?? readyAt) - startedAt),
+      synthesis_ms: Math.round(readyAt - (firstTokenAt ?? readyAt)),
       ...(this.opts.voiceEndedAt !== undefined ? { voice_to_voice_ms: Math.round(now - this.opts.voiceEndedAt) } : {}),
     };
     this.opts.ctx.emit({ type: 'response.audio.started', responseId: this.id, itemId: this.message?.id ?? '', timings });
@@ -248,35 +299,38 @@ export class Reply {
     if (chunk.name && !call.name) call.name = chunk.name;
     if (!chunk.argumentsDelta) return;
     call.arguments += chunk.argumentsDelta;
-    this.opts.ctx.emit({
-      type: 'response.function_call_arguments.delta',
-      responseId: this.id,
-      itemId: call.id,
-      outputIndex: this.indexOf(call),
-      callId: call.callId,
-      delta: chunk.argumentsDelta,
-    });
+    const { id: itemId, callId } = call;
+    const delta = chunk.argumentsDelta;
+    const outputIndex = this.indexOf(call);
+    this.out(() => this.opts.ctx.emit({ type: 'response.function_call_arguments.delta', responseId: this.id, itemId, outputIndex, callId, delta }));
   }
 
   private finishToolCall(call: FunctionCallItem): void {
     const { ctx } = this.opts;
     const outputIndex = this.indexOf(call);
-    ctx.emit({ type: 'response.function_call_arguments.done', responseId: this.id, itemId: call.id, outputIndex, callId: call.callId, name: call.name, arguments: call.arguments });
     call.status = 'completed';
-    ctx.emit({ type: 'response.output_item.done', responseId: this.id, outputIndex, item: call });
-    if (this.opts.inConversation) ctx.emit({ type: 'item.done', item: call, previousItemId: this.previousOf(call) });
+    const done = snapshot(call);
+    this.out(() => {
+      ctx.emit({ type: 'response.function_call_arguments.done', responseId: this.id, itemId: call.id, outputIndex, callId: call.callId, name: call.name, arguments: call.arguments });
+      ctx.emit({ type: 'response.output_item.done', responseId: this.id, outputIndex, item: done });
+      if (this.opts.inConversation) ctx.emit({ type: 'item.done', item: done, previousItemId: this.previousOf(call) });
+    });
   }
 
+  /** A new output item: in the conversation (unless out of band) and announced. */
   private addOutput(item: Item): void {
     const { ctx } = this.opts;
     this.output.push(item);
-    let previousItemId: string | null = null;
-    if (this.opts.inConversation) {
-      const placed = ctx.conversation.add(item);
-      previousItemId = placed.ok ? placed.previousItemId : null;
-      ctx.emit({ type: 'item.added', item, previousItemId });
-    }
-    ctx.emit({ type: 'response.output_item.added', responseId: this.id, outputIndex: this.output.length - 1, item });
+    const outputIndex = this.output.length - 1;
+    // The item as it is now: a held reply announces it later, after it has changed.
+    const added = snapshot(item);
+    this.out(() => {
+      if (this.opts.inConversation) {
+        const placed = ctx.conversation.add(item);
+        ctx.emit({ type: 'item.added', item: added, previousItemId: placed.ok ? placed.previousItemId : null });
+      }
+      ctx.emit({ type: 'response.output_item.added', responseId: this.id, outputIndex, item: added });
+    });
   }
 
   /** Ends the message item: its text, its audio, its final status. */
@@ -294,11 +348,14 @@ export class Reply {
       part.text = text;
     }
     const said = part.type === 'output_audio' ? (part.transcript ?? '') : part.type === 'output_text' ? part.text : '';
-    ctx.emit({ type: 'response.text.done', responseId: this.id, itemId: message.id, outputIndex, audio: settings.audio, text: said });
-    if (settings.audio) ctx.emit({ type: 'response.audio.done', responseId: this.id, itemId: message.id, outputIndex });
     message.status = status;
-    ctx.emit({ type: 'response.output_item.done', responseId: this.id, outputIndex, item: message });
-    if (this.opts.inConversation) ctx.emit({ type: 'item.done', item: message, previousItemId: this.previousOf(message) });
+    const done = snapshot(message);
+    this.out(() => {
+      ctx.emit({ type: 'response.text.done', responseId: this.id, itemId: message.id, outputIndex, audio: settings.audio, text: said });
+      if (settings.audio) ctx.emit({ type: 'response.audio.done', responseId: this.id, itemId: message.id, outputIndex });
+      ctx.emit({ type: 'response.output_item.done', responseId: this.id, outputIndex, item: done });
+      if (this.opts.inConversation) ctx.emit({ type: 'item.done', item: done, previousItemId: this.previousOf(message) });
+    });
   }
 
   private finish(status: Exclude<ResponseStatus, 'in_progress'>, reason?: string): void {
@@ -306,10 +363,12 @@ export class Reply {
     this.status = status;
     this.reason = reason;
     const info = this.info();
-    this.opts.ctx.emit({ type: 'response.done', response: info });
-    // A reply without audio has nothing more to wait for.
-    if (!this.opts.settings.audio) this.record();
-    this.settle(info);
+    this.out(() => {
+      this.opts.ctx.emit({ type: 'response.done', response: info });
+      // A reply without audio has nothing more to wait for.
+      if (!this.opts.settings.audio) this.record();
+      this.settle(info);
+    });
   }
 
   private info(): ResponseInfo {
@@ -333,4 +392,9 @@ export class Reply {
     const at = items.indexOf(item);
     return at > 0 ? items[at - 1]!.id : null;
   }
+}
+
+/** A copy of an item as it is now, for an event about it. */
+function snapshot<T extends Item>(item: T): T {
+  return structuredClone(item);
 }

@@ -21,18 +21,27 @@ export interface VoiceAgentDeps {
   onTimings?(model: string, timings: StageTimings): void;
   /** A stage failed for this call (logs and metrics; the client gets an error event). */
   onFailure?(stage: 'vad' | 'stt' | 'llm' | 'tts', err: Error): void;
+  /**
+   * Silence inside a turn after which the reply is prepared unseen, so it is ready when the turn's
+   * end is certain (and dropped if the caller goes on); 0: replies start at the end of the turn.
+   */
+  prepareReplyAfterMs?: number;
 }
 
-/** A caller's turn in progress: its user item id and the recognition it feeds. */
+/** A caller's turn in progress. */
 interface Turn {
   itemId: string;
+  /** The recognition the caller's audio feeds now. */
   recognition: RecognitionStream;
+  /** Transcripts of the parts recognised before each pause, in order. */
+  parts: Promise<string>[];
+  /** Silent since a pause, and not spoken again. */
+  paused: boolean;
+  /** The reply prepared during the pause, and the transcript it answers. */
+  prepared?: { reply: Reply; transcript: string };
 }
 
-function endpointing(session: Session): EndpointingOptions {
-  const td = session.turnDetection;
-  return { threshold: td.threshold, prefixPaddingMs: td.prefixPaddingMs, silenceMs: td.silenceMs };
-}
+const joinParts = (texts: string[]) => texts.map((t) => t.trim()).filter(Boolean).join(' ');
 
 export class VoiceAgent implements Agent {
   private session: Session;
@@ -71,7 +80,15 @@ export class VoiceAgent implements Agent {
     const before = this.session.turnDetection.type;
     this.session = session;
     if ((before === 'none') !== (session.turnDetection.type === 'none')) this.setUpTurnDetection();
-    else this.detector?.configure(endpointing(session));
+    else this.detector?.configure(this.endpointing());
+  }
+
+  private endpointing(): EndpointingOptions {
+    const td = this.session.turnDetection;
+    const prepare = this.deps.prepareReplyAfterMs ?? 0;
+    // A reply is prepared only when the turn's end will start one, and before that end comes.
+    const pauseMs = td.createResponse && prepare > 0 && prepare < td.silenceMs ? prepare : undefined;
+    return { threshold: td.threshold, prefixPaddingMs: td.prefixPaddingMs, silenceMs: td.silenceMs, ...(pauseMs ? { pauseMs } : {}) };
   }
 
   createResponse(request: ResponseRequest = {}): Refusal {
@@ -107,6 +124,7 @@ export class VoiceAgent implements Agent {
   }
 
   clearInput(): void {
+    this.turn?.prepared?.reply.discard();
     for (const turn of [this.manual, this.turn]) turn?.recognition.abort();
     this.manual = undefined;
     this.turn = undefined;
@@ -122,6 +140,7 @@ export class VoiceAgent implements Agent {
     // generated was not interrupted, and is kept whole.
     if (this.reply?.generating) this.reply.stop('client_cancelled');
     else (this.playing ?? this.reply)?.playbackEnded();
+    this.turn?.prepared?.reply.discard();
     for (const turn of [this.manual, this.turn]) turn?.recognition.abort();
     this.detector?.close();
     this.detector = undefined;
@@ -131,9 +150,11 @@ export class VoiceAgent implements Agent {
     this.detector?.close();
     this.detector = undefined;
     if (this.session.turnDetection.type === 'none') return;
-    this.detector = this.deps.stages.turnDetector(endpointing(this.session), {
+    this.detector = this.deps.stages.turnDetector(this.endpointing(), {
       speechStarted: (audioStartMs, preroll) => this.onSpeechStarted(audioStartMs, preroll),
       speech: (pcm) => this.turn?.recognition.write(pcm),
+      speechPaused: () => this.onSpeechPaused(),
+      speechResumed: () => this.onSpeechResumed(),
       speechStopped: (audioEndMs, speechEndMs) => {
         const turn = this.turn;
         this.turn = undefined;
@@ -147,7 +168,7 @@ export class VoiceAgent implements Agent {
   }
 
   private startTurn(): Turn {
-    const turn: Turn = { itemId: newItemId(), recognition: this.deps.stages.recognizer.start() };
+    const turn: Turn = { itemId: newItemId(), recognition: this.deps.stages.recognizer.start(), parts: [], paused: false };
     let said = '';
     turn.recognition.onPartial((text) => {
       // Deltas only extend what was said; a recogniser that revises itself is reported at the end.
@@ -161,10 +182,44 @@ export class VoiceAgent implements Agent {
   private onSpeechStarted(audioStartMs: number, preroll: Int16Array): void {
     clearTimeout(this.idleTimer);
     this.turn?.recognition.abort();
+    this.turn?.prepared?.reply.discard();
     this.turn = this.startTurn();
     this.ctx.emit({ type: 'input.speech_started', itemId: this.turn.itemId, audioStartMs: Math.round(audioStartMs) });
     if (this.session.turnDetection.interruptResponse) this.interrupt();
     this.turn.recognition.write(preroll);
+  }
+
+  /**
+   * The caller fell silent inside the turn: what was said so far is recognised now, and the reply to
+   * it prepared unseen, so that if the silence becomes the turn's end the reply is ready.
+   */
+  private onSpeechPaused(): void {
+    const turn = this.turn;
+    if (!turn || turn.paused) return;
+    turn.paused = true;
+    turn.parts.push(turn.recognition.finish());
+    // What follows the pause (silence, or more speech) goes to a recognition of its own.
+    turn.recognition = this.deps.stages.recognizer.start();
+    const parts = [...turn.parts];
+    Promise.all(parts).then(
+      (texts) => {
+        const transcript = joinParts(texts);
+        if (this.closed || this.turn !== turn || !turn.paused || turn.prepared || !transcript) return;
+        const user: MessageItem = { id: turn.itemId, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript }] };
+        turn.prepared = { transcript, reply: this.startReply({}, {}, user) };
+      },
+      // A failed part is reported when the turn ends.
+      () => {},
+    );
+  }
+
+  /** The caller went on after a pause: a reply prepared for the words before it is dropped. */
+  private onSpeechResumed(): void {
+    const turn = this.turn;
+    if (!turn?.paused) return;
+    turn.paused = false;
+    turn.prepared?.reply.discard();
+    turn.prepared = undefined;
   }
 
   /** Barge-in: the caller speaks over the agent. */
@@ -198,10 +253,14 @@ export class VoiceAgent implements Agent {
     ctx.emit({ type: 'input.committed', itemId: item.id, previousItemId });
     ctx.emit({ type: 'item.added', item, previousItemId });
 
+    // Still silent since the last pause: what followed it was silence, and the parts are the turn.
+    if (turn.paused) turn.recognition.abort();
+    const parts = turn.paused ? turn.parts : [...turn.parts, turn.recognition.finish()];
     let transcript: string;
     try {
-      transcript = (await turn.recognition.finish()).trim();
+      transcript = joinParts(await Promise.all(parts));
     } catch (err) {
+      turn.prepared?.reply.discard();
       if (this.closed) return;
       this.deps.onFailure?.('stt', err as Error);
       ctx.emit({ type: 'transcription.failed', itemId: item.id, message: (err as Error).message });
@@ -209,7 +268,9 @@ export class VoiceAgent implements Agent {
       this.forget(item.id);
       return;
     }
-    if (this.closed || !ctx.conversation.get(item.id)) return;
+    const prepared = turn.prepared?.transcript === transcript ? turn.prepared.reply : undefined;
+    if (!prepared) turn.prepared?.reply.discard();
+    if (this.closed || !ctx.conversation.get(item.id)) return prepared?.discard();
     // Noise the recogniser heard as nothing is not a turn.
     if (!transcript) return this.forget(item.id);
     item.content[0] = { type: 'input_audio', transcript };
@@ -217,19 +278,29 @@ export class VoiceAgent implements Agent {
     ctx.emit({ type: 'item.done', item, previousItemId: this.previousOf(item.id) });
     ctx.recordTurn({ role: 'user', text: transcript });
     // The caller went on speaking: the reply waits for the end of that turn and answers both.
-    if (this.turn || !this.session.turnDetection.createResponse) return;
+    if (this.turn || !this.session.turnDetection.createResponse) return prepared?.discard();
     if (this.reply?.generating) this.stopReply(this.reply, 'turn_detected');
-    this.startReply({}, {
-      timings: { end_of_turn_wait_ms: Math.round(waitMs), transcription_ms: Math.round(performance.now() - stoppedAt) },
-      voiceEndedAt,
-    });
+    const timings = { end_of_turn_wait_ms: Math.round(waitMs), transcription_ms: Math.round(performance.now() - stoppedAt) };
+    if (prepared) this.adopt(prepared, timings, voiceEndedAt);
+    else this.startReply({}, { timings, voiceEndedAt });
+  }
+
+  /** A prepared reply becomes the reply: what it has done so far happens now. */
+  private adopt(reply: Reply, timings: StageTimings, voiceEndedAt: number): void {
+    clearTimeout(this.idleTimer);
+    this.reply = reply;
+    reply.release(timings, voiceEndedAt);
   }
 
   private forget(itemId: string): void {
     if (this.ctx.conversation.delete(itemId)) this.ctx.emit({ type: 'item.deleted', itemId });
   }
 
-  private startReply(request: ResponseRequest, measured: { timings?: StageTimings; voiceEndedAt?: number }): void {
+  /**
+   * Starts a reply; with `heldFor`, prepares it unseen as the answer to that (not yet committed)
+   * user item, for adopt() or discard().
+   */
+  private startReply(request: ResponseRequest, measured: { timings?: StageTimings; voiceEndedAt?: number }, heldFor?: MessageItem): Reply {
     clearTimeout(this.idleTimer);
     const s = this.session;
     const modalities = request.outputModalities ?? s.outputModalities;
@@ -248,7 +319,7 @@ export class VoiceAgent implements Agent {
         audio: modalities.includes('audio'),
       },
       inConversation: request.conversation !== 'none',
-      ...(request.input ? { input: request.input } : {}),
+      ...(heldFor ? { held: true, input: [...this.ctx.conversation.items, heldFor] } : request.input ? { input: request.input } : {}),
       ...(request.metadata !== undefined ? { metadata: request.metadata } : {}),
       timings: measured.timings ?? {},
       ...(measured.voiceEndedAt !== undefined ? { voiceEndedAt: measured.voiceEndedAt } : {}),
@@ -260,9 +331,10 @@ export class VoiceAgent implements Agent {
       onTimings: (timings) => this.deps.onTimings?.(s.model, timings),
       ...(this.deps.onFailure ? { onFailure: this.deps.onFailure } : {}),
     });
-    this.reply = reply;
+    if (!heldFor) this.reply = reply;
     reply.start();
     void reply.done.then(() => this.checkPlaybackEnded());
+    return reply;
   }
 
   /** The queue ran dry or a reply finished: once a finished reply's audio is all out, it has ended. */

@@ -245,6 +245,11 @@ export const settings = {
     parse: int(100, 5000),
   },
   VAD_MODE: { doc: 'WebRTC VAD aggressiveness (VAD=webrtc), 0 (keeps more as speech) to 3.', default: '2', parse: int(0, 3) },
+  PREPARE_REPLY_AFTER_MS: {
+    doc: "Silence inside the caller's turn after which the reply is prepared unseen (recognised, generated, its first clause synthesised), so it plays the moment the turn's end is certain; dropped if the caller goes on. Must be under the turn's silence to help; 0 turns it off. With a paid LLM_BASE_URL, each dropped preparation is one extra request.",
+    default: '100',
+    parse: int(0, 5000),
+  },
   LLM_BASE_URL: { doc: 'OpenAI-compatible API base (e.g. http://127.0.0.1:11434/v1); when set, orga-1-beta runs its chat completions.', parse: str },
   LLM_API_KEY: { doc: 'Bearer key for LLM_BASE_URL (never logged).', parse: str },
   LLM_MODEL: { doc: 'Model name sent to LLM_BASE_URL.', default: 'gpt-4o-mini', parse: str },

@@ -41,11 +41,11 @@ function fakeStages(transcripts: string[]) {
   return { stages, caller: () => listener!, recognitions };
 }
 
-function agent(transcripts: string[], session: Partial<Session> = {}, replyText = 'Fine, thanks. ') {
+function agent(transcripts: string[], session: Partial<Session> = {}, replyText = 'Fine, thanks. ', prepareReplyAfterMs = 0) {
   const f = fakeContext({ transcribeInput: true, ...session });
   const s = fakeStages(transcripts);
   const model = scriptedModel([{ type: 'text', delta: replyText }]);
-  const a = new VoiceAgent(f.ctx, { stages: s.stages, modelFor: () => model });
+  const a = new VoiceAgent(f.ctx, { stages: s.stages, modelFor: () => model, prepareReplyAfterMs });
   const speakTurn = (start: number, end: number) => {
     s.caller().speechStarted(start, new Int16Array(160));
     s.caller().speech(new Int16Array(320));
@@ -124,5 +124,40 @@ describe('VoiceAgent', () => {
     assert.equal(t.a.createResponse().ok, true);
     const refused = t.a.createResponse();
     assert.ok(!refused.ok && refused.code === 'conversation_already_has_active_response');
+  });
+
+  test('a reply prepared during a pause is unseen until the turn ends, then plays at once', async () => {
+    const t = agent(['what time is it'], {}, 'It is noon. ', 100);
+    t.caller().speechStarted(0, new Int16Array(0));
+    t.caller().speech(new Int16Array(320));
+    t.caller().speechPaused!(900);
+    await settle(() => t.model.requests.length === 1, 'the reply prepared');
+    await new Promise((r) => setImmediate(r));
+    const types: string[] = t.types();
+    assert.ok(!types.some((x) => x.startsWith('response.') || x.startsWith('output_audio')), `nothing of it seen: ${types.join(', ')}`);
+    assert.equal(t.audio.writtenMs, 0);
+    assert.deepEqual(t.model.requests[0]!.messages, [{ role: 'user', content: 'what time is it' }]);
+    t.caller().speechStopped(1200, 900);
+    await settle(() => t.types().includes('response.done'), 'the reply released');
+    const after: string[] = t.types();
+    assert.ok(after.indexOf('transcription.completed') < after.indexOf('response.created'), 'the user turn comes first');
+    assert.equal(t.model.requests.length, 1, 'the prepared reply is the reply');
+    assert.equal(t.audio.writtenMs, 1000);
+    assert.deepEqual(t.conversation.items.map((i) => i.type === 'message' && i.role), ['user', 'assistant']);
+  });
+
+  test('a caller who goes on after a pause: the prepared reply is dropped unseen, and the whole turn is answered', async () => {
+    const t = agent(['my name is', 'Alice'], {}, 'Hello. ', 100);
+    t.caller().speechStarted(0, new Int16Array(0));
+    t.caller().speechPaused!(800);
+    await settle(() => t.model.requests.length === 1, 'a reply prepared for the first part');
+    t.caller().speechResumed!();
+    t.caller().speech(new Int16Array(320));
+    t.caller().speechStopped(2000, 1700);
+    await settle(() => t.types().includes('response.done'), 'the reply');
+    assert.equal(t.model.requests.length, 2);
+    assert.deepEqual(t.model.requests[1]!.messages, [{ role: 'user', content: 'my name is Alice' }]);
+    assert.equal(t.types().filter((x) => x === 'response.created').length, 1, 'the dropped reply was never seen');
+    assert.equal(t.recognitions.length, 2, 'the part after the pause had a recognition of its own');
   });
 });
