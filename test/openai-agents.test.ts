@@ -6,38 +6,16 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { build } from 'esbuild';
-import OpenAI from 'openai';
 import type { Page } from 'playwright-core';
 import { launchBrowser, type LaunchedBrowser } from './helpers/browser.ts';
+import { startOpenAiApp } from './helpers/openaiApp.ts';
 import { startServer, type RunningServer } from './helpers/server.ts';
 import { speechWav } from './helpers/speech.ts';
 import { until } from './helpers/wait.ts';
 
-const APP_SOURCE = resolve(import.meta.dirname, 'browser-apps/openai-agents.ts');
 const STORY = 'Once upon a time there was a lighthouse keeper who counted the waves every night. '.repeat(6).trim();
-
-/** The app: its page, its bundle, and its backend route that mints client secrets with the `openai` library. */
-async function startApp(parley: RunningServer): Promise<{ url: string; close: () => Promise<void> }> {
-  const bundle = await build({ entryPoints: [APP_SOURCE], bundle: true, format: 'esm', platform: 'browser', write: false, logLevel: 'silent' });
-  const js = bundle.outputFiles[0]!.text;
-  const openai = new OpenAI({ apiKey: parley.devKey, baseURL: `${parley.baseUrl}/v1`, maxRetries: 0 });
-  const server = createServer(async (req, res) => {
-    if (req.url === '/session' && req.method === 'POST') {
-      const secret = await openai.realtime.clientSecrets.create({ session: { type: 'realtime', model: 'gpt-realtime' } });
-      return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ value: secret.value }));
-    }
-    if (req.url === '/app.js') return res.writeHead(200, { 'content-type': 'text/javascript' }).end(js);
-    res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><html><body><script type="module" src="/app.js"></script></body></html>');
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
-    close: () => new Promise((r) => server.close(() => r())),
-  };
-}
 
 interface AppState {
   events: any[];
@@ -60,7 +38,7 @@ const transcriptOf = (item: any) => item?.content?.map((c: any) => c.transcript 
  */
 async function session(parley: RunningServer, parts: (string | { silenceMs: number })[], withTool: boolean, rawMicrophone = false) {
   const dir = mkdtempSync(join(tmpdir(), 'parley-openai-app-'));
-  const app = await startApp(parley);
+  const app = await startOpenAiApp(parley);
   const browser: LaunchedBrowser = await launchBrowser({ fakeMicrophoneWav: speechWav(join(dir, 'mic.wav'), parts) });
   const page = await (await browser.browser.newContext()).newPage();
   const warnings: string[] = [];

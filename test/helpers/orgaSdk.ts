@@ -113,8 +113,11 @@ export async function openOrgaPage(
   parleyBaseUrl: string,
   query = '',
   onForwarded?: (method: string, path: string, ms: number) => void,
+  /** More script to run in the page before the app's (a benchmark's probes). */
+  initScript?: string,
 ): Promise<Page> {
   const context = await browser.browser.newContext();
+  if (initScript) await context.addInitScript(initScript);
   // Records what crosses the SDK's data channel both ways (window.orgaWire), for the tests to check
   // what the published SDK really sends; it does not change what the SDK does.
   await context.addInitScript(`(() => {

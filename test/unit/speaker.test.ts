@@ -11,8 +11,10 @@ import { until } from '../helpers/wait.ts';
 interface Synthesis {
   text: string;
   signal: AbortSignal;
-  /** Hands out one chunk of audio (`n` samples of value `value`). */
+  /** Hands out one chunk of audio (`n` samples of value `value` × 1000, audible). */
   chunk(value: number, n?: number): void;
+  /** Hands out this audio as it is. */
+  raw(pcm: Int16Array): void;
   finish(): void;
   fail(err: Error): void;
 }
@@ -33,7 +35,7 @@ function fakeEngine() {
         queue.push(x);
         wake?.();
       };
-      calls.push({ text, signal, chunk: (value, n = 480) => put(new Int16Array(n).fill(value)), finish: () => put(null), fail: (err) => put(err) });
+      calls.push({ text, signal, chunk: (value, n = 480) => put(new Int16Array(n).fill(value * 1000)), raw: (pcm) => put(pcm), finish: () => put(null), fail: (err) => put(err) });
       running++;
       maxRunning = Math.max(maxRunning, running);
       try {
@@ -99,7 +101,7 @@ test('clauses come out in order even when a later one is synthesised first; text
   calls[2]!.finish();
   await out.done;
   assert.deepEqual(
-    out.chunks.map((c) => [c.text, c.pcm[0]]),
+    out.chunks.map((c) => [c.text, c.pcm[0]! / 1000]),
     [['Sure, ', 1], ['', 1], ['I can help with that. ', 2], ['', 2], ['And then', 3]],
   );
   assert.equal(out.chunks.map((c) => c.text).join(''), 'Sure, I can help with that. And then', 'the chunks’ texts are the reply’s text');
@@ -113,7 +115,7 @@ test('at most `lookahead` clauses are synthesised at once', async () => {
   speaker.end();
   for (let i = 0; i < 5; i++) {
     await until(`synthesis ${i + 1} started`, () => calls.length, (n) => n === i + 1 || n === i + 2);
-    calls[i]!.chunk(i);
+    calls[i]!.chunk(i + 1);
     calls[i]!.finish();
   }
   await out.done;
@@ -221,4 +223,25 @@ test('cancelling the local engine kills its synthesis process', async () => {
   abort.abort();
   await assert.rejects(first, { name: 'AbortError' });
   await until('flite gone', () => children('flite'), (n) => n === 0);
+});
+
+test("a clause's leading silence is not spoken: it starts 10 ms before its first audible sample", async () => {
+  const { engine, calls } = fakeEngine();
+  const speaker = new Speaker(engine, { voice: 'Emma', signal: new AbortController().signal });
+  speaker.push('Hello there.');
+  speaker.end();
+  const out: SpokenChunk[] = [];
+  const done = (async () => {
+    for await (const c of speaker) out.push(c);
+  })();
+  await until('the synthesis', () => calls.length, (n) => n === 1);
+  calls[0]!.raw(new Int16Array(4800)); // 100 ms of silence: dropped
+  const voiced = new Int16Array(4800);
+  voiced.fill(5000, 2400);
+  calls[0]!.raw(voiced);
+  calls[0]!.raw(new Int16Array(960)); // silence inside or after the voice stays
+  calls[0]!.finish();
+  await done;
+  assert.deepEqual(out.map((c) => [c.text, c.pcm.length]), [['Hello there.', 480 + 2400], ['', 960]]);
+  assert.equal(out[0]!.pcm[480], 5000);
 });

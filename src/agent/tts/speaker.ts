@@ -14,6 +14,17 @@ export interface SpeakerOptions {
   lookahead?: number;
 }
 
+/** A sample this loud (about −40 dBFS) is where a clause's voice begins. */
+const AUDIBLE = 320;
+/** Kept before it, so the onset is not clipped (10 ms at 48 kHz). */
+const LEAD_IN_SAMPLES = 480;
+
+/** Index of the first sample at or above the audible level, −1 when there is none. */
+export function firstAudibleSample(pcm: Int16Array): number {
+  for (let i = 0; i < pcm.length; i++) if (pcm[i]! >= AUDIBLE || pcm[i]! <= -AUDIBLE) return i;
+  return -1;
+}
+
 /** A clause's synthesis could not be done; the reply's speech stops there. */
 export class SpeechSynthesisError extends Error {
   constructor(
@@ -80,9 +91,18 @@ export class Speaker implements AsyncIterable<SpokenChunk> {
 
   private async run(job: Job): Promise<void> {
     job.started = true;
+    // Engines start a clause with silence (flite: ≈ 230 ms); it would only delay the voice.
+    let voiced = false;
     try {
-      for await (const pcm of this.engine.synthesize(speakableText(job.text), this.options.voice, this.abort.signal)) {
+      for await (const chunk of this.engine.synthesize(speakableText(job.text), this.options.voice, this.abort.signal)) {
         if (this.abort.signal.aborted) break;
+        let pcm = chunk;
+        if (!voiced) {
+          const onset = firstAudibleSample(pcm);
+          if (onset < 0) continue;
+          voiced = true;
+          pcm = pcm.subarray(Math.max(0, onset - LEAD_IN_SAMPLES));
+        }
         if (pcm.length) job.chunks.push(pcm);
         this.notify();
       }

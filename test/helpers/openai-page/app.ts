@@ -28,6 +28,8 @@ const app = {
   interrupted: 0,
   toolCalls: 0,
   connectMs: 0,
+  /** performance.now() when connect() resolved. */
+  connectedAt: 0,
   peakLevel: 0,
   session: undefined as RealtimeSession | undefined,
 
@@ -48,7 +50,8 @@ const app = {
     app.session = session;
     const t0 = performance.now();
     await session.connect({ apiKey: secret.value });
-    app.connectMs = performance.now() - t0;
+    app.connectedAt = performance.now();
+    app.connectMs = app.connectedAt - t0;
     app.meter(audioElement);
   },
 
