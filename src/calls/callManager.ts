@@ -22,6 +22,8 @@ export interface CallRequest {
 
 export interface CallLimits extends CallTimeouts {
   maxConcurrentCalls: number;
+  /** Opus encoder complexity of the agents' voices (OPUS_COMPLEXITY). */
+  opusComplexity?: number;
 }
 
 /** The WebRTC stack refused the offer (a client error, answered 422). */
@@ -75,6 +77,7 @@ export class CallManager {
         conversations: this.conversations,
         timeouts: this.limits,
         log: this.log,
+        opusComplexity: this.limits.opusComplexity,
       });
       let answerSdp: string;
       try {

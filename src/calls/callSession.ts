@@ -32,6 +32,8 @@ export interface CallSessionOptions {
   conversations: ConversationStore;
   timeouts: CallTimeouts;
   log: FastifyBaseLogger;
+  /** Opus encoder complexity of the agent's voice (OPUS_COMPLEXITY). */
+  opusComplexity?: number;
 }
 
 /** Data-channel label the existing clients open; events go to whichever channel the client opened. */
@@ -63,7 +65,9 @@ export class CallSession {
     this.peer = opts.peer;
     this.params = opts.params;
     this.turnSeq = opts.history.length;
-    this.sender = new AudioSender((p) => this.peer.sendAudioPacket(p), randomInt(1, 0xffffffff), opts.plan.opusPayloadType);
+    this.sender = new AudioSender((p) => this.peer.sendAudioPacket(p), randomInt(1, 0xffffffff), opts.plan.opusPayloadType, {
+      encoder: { complexity: opts.opusComplexity },
+    });
     this.receiver = new AudioReceiver(opts.plan.opusPayloadType, (frame) => this.agent.onAudio(frame));
     if (opts.plan.video) {
       this.video = new VideoReceiver(opts.plan.video.codecs, (frame) => {

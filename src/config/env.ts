@@ -206,6 +206,11 @@ export const settings = {
   },
   CALL_MAX_DURATION_MS: { doc: 'A call is ended after this long (max_duration).', default: '3600000', parse: int(1000, 86_400_000) },
   MAX_CONCURRENT_CALLS: { doc: 'Calls this node carries at once; beyond it, calls answers 503 with Retry-After.', default: '50', parse: int(1, 10000) },
+  OPUS_COMPLEXITY: {
+    doc: "Opus encoder complexity (0–10) for the agent's voice: encoding is most of a call's CPU, and 10 costs about twice what 5 costs for slightly better sound (5 is what libwebrtc uses on phones, 9 on desktops).",
+    default: '5',
+    parse: int(0, 10),
+  },
   VAD_SILENCE_MS: { doc: "Silence that ends the caller's turn.", default: '500', parse: int(100, 5000) },
   VAD_MODE: { doc: 'WebRTC VAD aggressiveness, 0 (keeps more as speech) to 3.', default: '2', parse: int(0, 3) },
   LLM_BASE_URL: { doc: 'OpenAI-compatible API base (e.g. http://127.0.0.1:11434/v1); when set, orga-1-beta runs its chat completions.', parse: str },
