@@ -1,34 +1,47 @@
-// Capacity of one Parley process: a ramp of concurrent `audio-echo` calls from one load-generator
-// process on libdatachannel that costs almost nothing per call (pre-encoded Opus, no codec work per
-// call; bench/lib/loadCall.ts), the server pinned to one core and the load generator to another.
+// Capacity of one Parley process: a ramp of concurrent calls from one load-generator process on
+// libdatachannel that costs almost nothing per call (pre-encoded Opus sent with each call's RTP
+// header, no codec work per call; bench/lib/loadCall.ts), the server pinned to one core and the
+// load generator to another (taskset).
+//
+// --model audio-echo (default): every call plays bench/lib/markerClip.ts in a loop; the agent plays
+// it back ECHO_DELAY_MS later. Any other model (parley-offline, orga-1-beta): every call asks
+// --question (flite), stays silent while the agent answers and asks again (bench/lib/talkScript.ts).
 //
 // Each step adds calls up to N, waits --warmup seconds, then measures a --seconds window:
-//   loss         RTP sequence gaps in the echo stream (per call; the worst call is shown)
+//   loss         RTP sequence gaps in the agent's stream (per call; the worst call is shown)
 //   delivered    echo packets received per 20 ms of the window (a server that skips ticks sends
-//                fewer packets without any sequence gap)
-//   jitter       RFC 3550 interarrival jitter of the echo stream, sampled every second for every
+//                fewer packets without any sequence gap); echo calls only
+//   jitter       RFC 3550 interarrival jitter of the agent's stream, sampled every second for every
 //                call; the p95 and the maximum over all samples
 //   echo delay   from sending a burst of the clip to its echo's first packet (ECHO_DELAY_MS
 //                included), found from packet sizes (bench/lib/markerClip.ts)
+//   voice-to-voice  talking calls: from the question's last loud sample to the answer's first loud
+//                20 ms, at the caller
 //   CPU          user + system time of the server and of the load generator from /proc, in % of one
 //                core, overall and per call; "other" is the rest of the machine (other work)
-// A step passes when every call connected, every call's loss and missing echo stay < 1 %, and the
-// p95 jitter is < 20 ms. The ramp stops at the first failing step (--keep-going runs them all).
+// A step passes when every call connected, every call's loss (and, for echo, missing echo) stays
+// < 1 %, the p95 jitter is < 20 ms and, for talking calls, the voice-to-voice p50 is < 800 ms. The
+// ramp stops at the first failing step (--keep-going runs them all). The table goes to stdout, the
+// progress (one JSON line per step) to stderr.
 //
-//   node --import tsx bench/loadgen.ts                                  # ramp 25,50,…,200, 60 s windows
-//   node --import tsx bench/loadgen.ts --ramp 10 --seconds 10           # a quick look
-//   node --import tsx bench/loadgen.ts --ramp 100 --ptime 10            # callers sending 10 ms packets
+//   node --import tsx bench/loadgen.ts                                   # echo calls: 25, 50, … 200; 60 s windows
+//   node --import tsx bench/loadgen.ts --ramp 10 --seconds 10            # a quick look
+//   node --import tsx bench/loadgen.ts --ramp 50,100 --env OPUS_COMPLEXITY=10
+//   node --import tsx bench/loadgen.ts --ramp 100 --ptime 10             # callers sending 10 ms packets
+//   node --import tsx bench/loadgen.ts --model parley-offline --ramp 1,2,3,4,6
 //   node --import tsx bench/loadgen.ts --ramp 50 --server-node-arg=--cpu-prof --server-node-arg=--cpu-prof-dir=/tmp/prof
-//   flags: --ramp 25,50,75,100,125,150,175,200  --seconds 60  --warmup 5  --ptime 20  --stack libdatachannel
+//   flags: --ramp 25,50,75,100,125,150,175,200  --seconds 60  --warmup 5  --ptime 20 (10, 20, 40, 60)
+//          --model audio-echo  --question "What time is it?"  --stack libdatachannel
 //          --server-cpu 0  --loadgen-cpu 1  (--no-pin: leave both unpinned)  --setup-concurrency 8
-//          --env KEY=VALUE (server setting, repeatable)  --server-node-arg ARG (repeatable)  --keep-going  --json FILE
+//          --env KEY=VALUE (a server setting, repeatable)  --server-node-arg ARG (repeatable)  --keep-going  --json FILE
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { startServer, type RunningServer } from '../test/helpers/server.ts';
-import { LoadCall } from './lib/loadCall.ts';
-import { buildClip, type Clip } from './lib/markerClip.ts';
+import { LoadCall, type AgentAudio, type PacketSource } from './lib/loadCall.ts';
+import { buildClip, ClipPlayer, OnsetMatcher } from './lib/markerClip.ts';
+import { buildQuestion, TalkScript } from './lib/talkScript.ts';
 import { cpuSeconds, loadAverage, machineJiffies, percentile, pin, rssMb } from './lib/proc.ts';
 import { between, type ReceiveSnapshot } from './lib/receiveStats.ts';
 
@@ -37,6 +50,7 @@ const LOSS_LIMIT_PCT = 1;
 const JITTER_P95_LIMIT_MS = 20;
 const SEND_MIN_PCT = 99;
 const SETUP_ATTEMPTS = 3;
+const VOICE_TO_VOICE_P50_LIMIT_MS = 800;
 
 const { values } = parseArgs({
   options: {
@@ -45,6 +59,8 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '5' },
     ptime: { type: 'string', default: '20' },
     stack: { type: 'string', default: 'libdatachannel' },
+    model: { type: 'string', default: 'audio-echo' },
+    question: { type: 'string', default: 'What time is it?' },
     'server-cpu': { type: 'string', default: '0' },
     'loadgen-cpu': { type: 'string', default: '1' },
     'no-pin': { type: 'boolean', default: false },
@@ -62,6 +78,9 @@ const windowSeconds = Number(values.seconds);
 const warmupSeconds = Number(values.warmup);
 const ptimeMs = Number(values.ptime);
 const setupConcurrency = Math.max(1, Number(values['setup-concurrency']));
+const model = values.model;
+/** Any model but audio-echo talks back: its calls ask questions and time the answers. */
+const talking = model !== 'audio-echo';
 
 function log(line: string): void {
   process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
@@ -69,8 +88,16 @@ function log(line: string): void {
 
 // ───────────────────────────── sending ─────────────────────────────
 
+/** What a call sends and how what it hears is measured: echo delays, or voice-to-voice. */
+interface Probe extends PacketSource {
+  heard(payload: Buffer, now: number): void;
+  /** Delays measured since the last take(), ms. */
+  take(): number[];
+}
+
 interface Paced {
   call: LoadCall;
+  probe: Probe;
   /** performance.now() of the call's first packet; packet k leaves at start + k × ptime. */
   start: number;
   sent: number;
@@ -87,17 +114,15 @@ class Pacer {
   /** Packets sent more than one packet time late (the load generator itself fell behind). */
   late = 0;
 
-  constructor(private readonly clip: Clip) {}
-
-  add(call: LoadCall): void {
-    this.calls.push({ call, start: performance.now() + Math.random() * this.clip.ptimeMs, sent: 0, reports: 0 });
+  add(call: LoadCall, probe: Probe): void {
+    this.calls.push({ call, probe, start: performance.now() + Math.random() * call.ptimeMs, sent: 0, reports: 0 });
     this.timer ??= setTimeout(() => this.tick(), 5);
   }
 
   private tick(): void {
     const now = performance.now();
     for (const p of this.calls) {
-      const due = Math.floor((now - p.start) / this.clip.ptimeMs) + 1;
+      const due = Math.floor((now - p.start) / p.call.ptimeMs) + 1;
       if (due - p.sent > 1) this.late += due - p.sent - 1;
       for (; p.sent < due; p.sent++) p.call.sendNext(now);
       if ((now - p.start) / 1000 >= p.reports) {
@@ -128,9 +153,10 @@ interface StepRow {
   latePct: number;
   jitterMsP95: number;
   jitterMsMax: number;
-  echoDelayMsP50: number;
-  echoDelayMsP95: number;
-  echoOnsets: number;
+  /** Echo delay (audio-echo) or voice-to-voice (talking calls). */
+  delayMsP50: number;
+  delayMsP95: number;
+  delays: number;
   serverCpuPct: number;
   serverCpuPerCallPct: number;
   serverRssMb: number;
@@ -142,18 +168,22 @@ interface StepRow {
   why: string;
 }
 
-async function openCalls(server: RunningServer, clip: Clip, pacer: Pacer, target: number, failures: { count: number; retries: number }): Promise<void> {
+type ProbeFactory = () => Probe;
+
+async function openCalls(server: RunningServer, newProbe: ProbeFactory, pacer: Pacer, target: number, failures: { count: number; retries: number }): Promise<void> {
   const open = async () => {
     for (let attempt = 1; ; attempt++) {
+      const probe = newProbe();
       try {
         const call = await LoadCall.open({
           baseUrl: server.baseUrl,
           apiKey: server.devKey,
-          clip,
+          source: probe,
           // The Orga clients' params (audio only: the load generator sends no video).
-          params: { model: 'audio-echo', temperature: 0.8, return_transcription: false, instructions: null, modalities: ['audio'], history: false },
+          params: { model, temperature: 0.8, return_transcription: false, instructions: null, modalities: ['audio'], history: false },
+          onAudio: (rtp: AgentAudio, now: number) => probe.heard(rtp.payload, now),
         });
-        pacer.add(call);
+        pacer.add(call, probe);
         return;
       } catch (err) {
         // libdatachannel now and then rejects a good answer under load ("Got a remote candidate
@@ -176,39 +206,39 @@ async function openCalls(server: RunningServer, clip: Clip, pacer: Pacer, target
   );
 }
 
-async function runStep(server: RunningServer, clip: Clip, pacer: Pacer, n: number): Promise<StepRow> {
+async function runStep(server: RunningServer, newProbe: ProbeFactory, pacer: Pacer, n: number): Promise<StepRow> {
   const loadAtStart = loadAverage();
   const failures = { count: 0, retries: 0 };
   const before = pacer.calls.length;
-  await openCalls(server, clip, pacer, n, failures);
+  await openCalls(server, newProbe, pacer, n, failures);
   const setupMs = pacer.calls.slice(before).map((p) => p.call.marks.sessionCreated - p.call.marks.start);
   await sleep(warmupSeconds * 1000);
 
   const serverPid = server.proc.pid!;
   const calls = pacer.calls.map((p) => p.call);
   const t0 = performance.now();
-  const rx0 = calls.map((c) => c.echo.snapshot(t0));
+  const rx0 = calls.map((c) => c.audioIn.snapshot(t0));
   const sent0 = calls.map((c) => c.packetsSent);
-  for (const c of calls) c.onsets.take();
+  for (const p of pacer.calls) p.probe.take();
   const cpu0 = { server: cpuSeconds(serverPid), loadgen: cpuSeconds(process.pid), machine: machineJiffies() };
   const jitterSamples: number[] = [];
   const late0 = pacer.late;
   const windowEnd = t0 + windowSeconds * 1000;
   while (performance.now() < windowEnd) {
     await sleep(Math.min(1000, windowEnd - performance.now()));
-    for (const c of calls) jitterSamples.push(c.echo.jitterMs);
+    for (const c of calls) jitterSamples.push(c.audioIn.jitterMs);
   }
   const t1 = performance.now();
   const cpu1 = { server: cpuSeconds(serverPid), loadgen: cpuSeconds(process.pid), machine: machineJiffies() };
   const wall = (t1 - t0) / 1000;
-  const delays = calls.flatMap((c) => c.onsets.take());
+  const delays = pacer.calls.flatMap((p) => p.probe.take());
 
   const perCall = calls.map((c, i) => {
-    const w = between(rx0[i] as ReceiveSnapshot, c.echo.snapshot(t1));
+    const w = between(rx0[i] as ReceiveSnapshot, c.audioIn.snapshot(t1));
     return {
-      lossPct: w.expected > 0 ? (100 * w.lost) / w.expected : 100,
+      lossPct: w.expected > 0 ? (100 * w.lost) / w.expected : talking ? 0 : 100,
       deliveredPct: (100 * w.received) / (wall * ECHO_PACKETS_PER_SECOND),
-      sendPct: (100 * (c.packetsSent - sent0[i]!)) / ((wall * 1000) / clip.ptimeMs),
+      sendPct: (100 * (c.packetsSent - sent0[i]!)) / ((wall * 1000) / ptimeMs),
     };
   });
   const serverPct = (100 * (cpu1.server - cpu0.server)) / wall;
@@ -220,11 +250,14 @@ async function runStep(server: RunningServer, clip: Clip, pacer: Pacer, n: numbe
   const jitterMsP95 = percentile(jitterSamples, 95);
   const sentInWindow = calls.reduce((a, c, i) => a + c.packetsSent - sent0[i]!, 0);
   const latePct = (100 * (pacer.late - late0)) / Math.max(1, sentInWindow);
+  const delayP50 = percentile(delays, 50);
   const problems = [
     calls.length < n ? `${n - calls.length} calls did not connect` : '',
     lossPctMax >= LOSS_LIMIT_PCT ? `loss ${lossPctMax.toFixed(2)} %` : '',
-    deliveredPctMin <= 100 - LOSS_LIMIT_PCT ? `echo delivered ${deliveredPctMin.toFixed(1)} %` : '',
+    // An echo comes back at 50 packets a second; an agent talks only when it answers.
+    !talking && deliveredPctMin <= 100 - LOSS_LIMIT_PCT ? `echo delivered ${deliveredPctMin.toFixed(1)} %` : '',
     !(jitterMsP95 < JITTER_P95_LIMIT_MS) ? `jitter p95 ${jitterMsP95.toFixed(1)} ms` : '',
+    talking && !(delayP50 < VOICE_TO_VOICE_P50_LIMIT_MS) ? `voice-to-voice p50 ${Math.round(delayP50)} ms` : '',
     sendPctMin < SEND_MIN_PCT || latePct > 100 - SEND_MIN_PCT ? `load generator fell behind (sent ${sendPctMin.toFixed(1)} %, ${latePct.toFixed(1)} % late)` : '',
   ].filter(Boolean);
   const r = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
@@ -241,9 +274,9 @@ async function runStep(server: RunningServer, clip: Clip, pacer: Pacer, n: numbe
     latePct: r(latePct, 2),
     jitterMsP95: r(jitterMsP95),
     jitterMsMax: r(Math.max(...jitterSamples)),
-    echoDelayMsP50: r(percentile(delays, 50), 0),
-    echoDelayMsP95: r(percentile(delays, 95), 0),
-    echoOnsets: delays.length,
+    delayMsP50: r(delayP50, 0),
+    delayMsP95: r(percentile(delays, 95), 0),
+    delays: delays.length,
     serverCpuPct: r(serverPct),
     serverCpuPerCallPct: r(serverPct / calls.length, 2),
     serverRssMb: rssMb(serverPid),
@@ -260,20 +293,45 @@ async function runStep(server: RunningServer, clip: Clip, pacer: Pacer, n: numbe
 
 function table(rows: StepRow[]): string {
   const head = [
-    'calls', 'connected', 'setup p50 ms', 'loss % (worst call)', 'echo delivered % (worst call)', 'jitter p95 / max ms', 'echo delay p50 / p95 ms',
-    'server CPU % of a core', 'server CPU per call %', 'load generator CPU %', 'load generator per call %', 'other CPU %', 'load average at start', `${windowSeconds} s result`,
+    'calls', 'connected', 'setup p50 ms', 'loss % (worst call)', talking ? 'answers timed' : 'echo delivered % (worst call)', 'jitter p95 / max ms',
+    talking ? 'voice-to-voice p50 / p95 ms' : 'echo delay p50 / p95 ms', 'server CPU % of a core', 'server CPU per call %', 'load generator CPU %',
+    'load generator per call %', 'other CPU %', 'load average at start', `${windowSeconds} s result`,
   ];
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
   for (const s of rows) {
     lines.push(
       `| ${[
-        s.n, s.connected + (s.setupRetries ? ` (${s.setupRetries} retried)` : ''), s.setupMsP50, s.lossPctMax, s.deliveredPctMin, `${s.jitterMsP95} / ${s.jitterMsMax}`,
-        `${s.echoDelayMsP50} / ${s.echoDelayMsP95}`, s.serverCpuPct, s.serverCpuPerCallPct, s.loadgenCpuPct, s.loadgenCpuPerCallPct, s.otherCpuPct, s.loadAtStart,
-        s.pass ? 'pass' : `fail: ${s.why}`,
+        s.n, s.connected + (s.setupRetries ? ` (${s.setupRetries} retried)` : ''), s.setupMsP50, s.lossPctMax, talking ? s.delays : s.deliveredPctMin,
+        `${s.jitterMsP95} / ${s.jitterMsMax}`, `${s.delayMsP50} / ${s.delayMsP95}`, s.serverCpuPct, s.serverCpuPerCallPct, s.loadgenCpuPct,
+        s.loadgenCpuPerCallPct, s.otherCpuPct, s.loadAtStart, s.pass ? 'pass' : `fail: ${s.why}`,
       ].join(' | ')} |`,
     );
   }
   return lines.join('\n');
+}
+
+/** Echo calls play the marker clip and time its echo; talking calls ask a question in turn. */
+function probeFactory(): ProbeFactory {
+  if (!talking) {
+    const clip = buildClip(ptimeMs);
+    return () => {
+      const onsets = new OnsetMatcher();
+      const player = new ClipPlayer(clip, onsets);
+      return {
+        ptimeMs,
+        next: (now) => player.next(now),
+        heard: (payload, now) => onsets.received(payload.length, now),
+        take: () => onsets.take(),
+      };
+    };
+  }
+  const question = buildQuestion(values.question, ptimeMs);
+  let calls = 0;
+  return () => {
+    // Callers start their first question at spread times, so their turns do not line up.
+    const script = new TalkScript(question, performance.now() + 1000 + 700 * (calls++ % 7));
+    return { ptimeMs, next: (now) => script.next(now), heard: (payload, now) => script.heard(payload, now), take: () => script.take() };
+  };
 }
 
 async function main(): Promise<void> {
@@ -283,24 +341,25 @@ async function main(): Promise<void> {
     if (eq < 1) throw new Error(`--env wants KEY=VALUE, got ${kv}`);
     env[kv.slice(0, eq)] = kv.slice(eq + 1);
   }
-  const clip = buildClip(ptimeMs);
+  const newProbe = probeFactory();
   const server = await startServer(env, values['server-node-arg']);
   if (!values['no-pin']) {
     pin(server.proc.pid!, values['server-cpu']);
     pin(process.pid, values['loadgen-cpu']);
   }
+  const settings = Object.entries(env).filter(([k]) => !['MAX_CONCURRENT_CALLS', 'LOG_LEVEL', 'STUN_ENABLED'].includes(k)).map(([k, v]) => `${k}=${v}`).join(' ');
   log(
-    `loadgen: ${values.stack}, ptime ${ptimeMs} ms, ramp ${ramp.join(',')}, ${windowSeconds} s windows; ` +
+    `loadgen: ${model} calls, ptime ${ptimeMs} ms, ramp ${ramp.join(',')}, ${windowSeconds} s windows; server ${settings}; ` +
       (values['no-pin'] ? 'unpinned' : `server on CPU ${values['server-cpu']}, load generator on CPU ${values['loadgen-cpu']}`) +
       `; load average ${loadAverage()}`,
   );
-  const pacer = new Pacer(clip);
+  const pacer = new Pacer();
   const rows: StepRow[] = [];
   const started = new Date();
   try {
     for (const n of ramp) {
       log(`${n} calls…`);
-      const row = await runStep(server, clip, pacer, n);
+      const row = await runStep(server, newProbe, pacer, n);
       rows.push(row);
       log(`  ${row.pass ? 'PASS' : 'FAIL'} ${JSON.stringify(row)}`);
       if (!row.pass && !values['keep-going']) break;
@@ -315,7 +374,7 @@ async function main(): Promise<void> {
   const out = [
     table(rows),
     '',
-    `Largest passing step: ${passing.length ? Math.max(...passing) : 'none'} calls (${values.stack}, ptime ${ptimeMs} ms, ${started.toISOString()}, load average at the end ${loadAverage()}).`,
+    `Largest passing step: ${passing.length ? Math.max(...passing) : 'none'} ${model} calls (server ${settings}; ptime ${ptimeMs} ms; ${started.toISOString()}; load average at the end ${loadAverage()}).`,
   ].join('\n');
   process.stdout.write(`${out}\n`);
   if (values.json) writeFileSync(values.json, JSON.stringify({ date: started.toISOString(), options: values, rows }, null, 2));

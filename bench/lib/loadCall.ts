@@ -2,28 +2,41 @@
 // (client-secrets → ice-config → calls with the Orga body, the `orga-realtime-client-events` data
 // channel open and `session.created` heard), then pre-encoded Opus packets out with this call's
 // RTP header, and the statistics of what comes back. No codec work per call: sending copies a
-// payload behind a 12-byte header; receiving reads the header and the payload's size.
+// payload behind a 12-byte header; receiving reads the header (what else is done with the agent's
+// audio is the caller's `onAudio`).
 import ndc from 'node-datachannel';
 import { randomInt } from 'node:crypto';
 import { buildReport } from '../../src/media/rtcp.ts';
 import { readRtp, writeRtp } from '../../src/media/rtp.ts';
 import { http } from '../../test/helpers/server.ts';
-import { OnsetMatcher, type Clip } from './markerClip.ts';
 import { ReceiveStats } from './receiveStats.ts';
 
 const OPUS_PAYLOAD_TYPE = 111;
 const EVENTS_LABEL = 'orga-realtime-client-events';
 
+/** What a call sends: one pre-encoded Opus payload per packet time. */
+export interface PacketSource {
+  readonly ptimeMs: number;
+  next(now: number): Buffer;
+}
+
+export interface AgentAudio {
+  marker: boolean;
+  sequenceNumber: number;
+  timestamp: number;
+  payload: Buffer;
+}
+
 export interface LoadCallOptions {
   baseUrl: string;
   apiKey: string;
-  clip: Clip;
+  source: PacketSource;
   /** `params` of the calls request (the Orga clients' fields). */
   params: Record<string, unknown>;
   /** Called with each server event after session.created (parsed JSON). */
   onEvent?: (event: { type?: string; [k: string]: unknown }) => void;
-  /** Called with each inbound RTP packet of the agent's audio. */
-  onAudio?: (rtp: { marker: boolean; sequenceNumber: number; timestamp: number; payloadBytes: number }, now: number) => void;
+  /** Called with each inbound RTP packet of the agent's audio (the payload is valid during the call only). */
+  onAudio?: (rtp: AgentAudio, now: number) => void;
 }
 
 /** performance.now() of each step of the call's setup. */
@@ -40,12 +53,10 @@ export class LoadCall {
   readonly ssrc = randomInt(1, 0xffffffff);
   private seq = randomInt(0, 0x10000);
   private timestamp = randomInt(0, 0x7fffffff);
-  /** Index of the next clip packet to send. */
-  private next = 0;
   packetsSent = 0;
   private octetsSent = 0;
-  readonly echo = new ReceiveStats();
-  readonly onsets = new OnsetMatcher();
+  /** Reception statistics of the agent's audio. */
+  readonly audioIn = new ReceiveStats();
   conversationId = '';
   state = 'new';
 
@@ -53,7 +64,7 @@ export class LoadCall {
     private readonly pc: ndc.PeerConnection,
     private readonly track: ndc.Track,
     private readonly channel: ndc.DataChannel,
-    private readonly clip: Clip,
+    private readonly source: PacketSource,
     readonly marks: SetupMarks,
   ) {}
 
@@ -111,7 +122,7 @@ export class LoadCall {
       if (res.status !== 200) throw new Error(`calls answered ${res.status}: ${JSON.stringify(res.body).slice(0, 200)}`);
       const answerAt = performance.now();
       const marks: SetupMarks = { start, token: tokenAt, iceConfig: iceConfigAt, answer: answerAt, connected: 0, sessionCreated: 0 };
-      call = new LoadCall(pc, track, channel, opts.clip, marks);
+      call = new LoadCall(pc, track, channel, opts.source, marks);
       call.conversationId = res.body.conversation_id;
       const c = call;
       track.onMessage((packet) => {
@@ -120,9 +131,8 @@ export class LoadCall {
         const rtp = readRtp(packet);
         if (!rtp || rtp.payloadType !== OPUS_PAYLOAD_TYPE) return;
         const now = performance.now();
-        c.echo.packet(rtp.sequenceNumber, rtp.timestamp, now);
-        c.onsets.received(rtp.payload.length, now);
-        opts.onAudio?.({ marker: rtp.marker, sequenceNumber: rtp.sequenceNumber, timestamp: rtp.timestamp, payloadBytes: rtp.payload.length }, now);
+        c.audioIn.packet(rtp.sequenceNumber, rtp.timestamp, now);
+        opts.onAudio?.(rtp, now);
       });
       pc.setRemoteDescription(res.body.answer.sdp, 'answer');
       await withTimeout(connected, 15_000, 'connected');
@@ -136,19 +146,19 @@ export class LoadCall {
     }
   }
 
-  /** Sends the clip's next packet (the clip loops); false if the track would not take it. */
+  get ptimeMs(): number {
+    return this.source.ptimeMs;
+  }
+
+  /** Sends the source's next packet; false if the track would not take it. */
   sendNext(now: number): boolean {
-    const i = this.next;
-    this.next = (i + 1) % this.clip.packets.length;
-    const payload = this.clip.packets[i]!;
+    const payload = this.source.next(now);
     const packet = writeRtp(
       { payloadType: OPUS_PAYLOAD_TYPE, sequenceNumber: this.seq, timestamp: this.timestamp, ssrc: this.ssrc, marker: this.packetsSent === 0 },
       payload,
     );
     this.seq = (this.seq + 1) & 0xffff;
-    this.timestamp = (this.timestamp + this.clip.ptimeMs * 48) >>> 0;
-    const onset = this.clip.onsetAt[i]!;
-    if (onset >= 0) this.onsets.sent(onset, now);
+    this.timestamp = (this.timestamp + this.source.ptimeMs * 48) >>> 0;
     let ok = false;
     try {
       ok = this.track.sendMessageBinary(packet);

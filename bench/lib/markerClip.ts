@@ -15,8 +15,13 @@ const SAMPLE_RATE = 48_000;
  */
 export const ONSET_INTERVALS_MS = [600, 720, 840, 960, 1080, 1200];
 const PAUSE_MS = 240;
-/** An echoed packet at least this large carries a loud frame (Parley's encoder: silence ≈ 17–26 bytes, the bursts ≈ 55–100). */
-export const LOUD_PACKET_BYTES = 40;
+/**
+ * An echoed packet this much larger than the quiet floor carries a loud frame. Parley's encoder
+ * makes 26–40-byte packets of silence (depending on its complexity) and 55–110-byte packets of the
+ * bursts; the floor is the smallest recent packet, drifting up by a byte a second.
+ */
+const LOUD_ABOVE_FLOOR_BYTES = 12;
+const FLOOR_DRIFT_PER_PACKET = 1 / 50;
 /** Small packets needed before a large one counts as an onset (the end of a burst leaves a short tail). */
 const QUIET_PACKETS_BEFORE_ONSET = 5;
 /** How far a measured interval may be from the one it is taken for (the intervals are 120 ms apart). */
@@ -65,6 +70,28 @@ export function buildClip(ptimeMs: number): Clip {
   return { ptimeMs, packets, onsetAt };
 }
 
+/** Plays the clip in a loop for one call, telling its matcher when each onset leaves. */
+export class ClipPlayer {
+  private index = 0;
+
+  constructor(
+    private readonly clip: Clip,
+    private readonly onsets: OnsetMatcher,
+  ) {}
+
+  get ptimeMs(): number {
+    return this.clip.ptimeMs;
+  }
+
+  next(now: number): Buffer {
+    const i = this.index;
+    this.index = (i + 1) % this.clip.packets.length;
+    const onset = this.clip.onsetAt[i]!;
+    if (onset >= 0) this.onsets.sent(onset, now);
+    return this.clip.packets[i]!;
+  }
+}
+
 /**
  * Finds the clip's onsets in an echoed stream and turns each into an echo delay: its arrival minus
  * when the caller sent that onset (the latest sending of it before the arrival).
@@ -73,6 +100,7 @@ export class OnsetMatcher {
   /** The two latest send times of each onset, [latest, previous]. */
   private readonly sentAt = ONSET_INTERVALS_MS.map(() => [Number.NaN, Number.NaN] as [number, number]);
   private quietPackets = 0;
+  private floor = Number.POSITIVE_INFINITY;
   private lastOnsetAt = Number.NaN;
   /** Echo delays measured since the last take(), in ms. */
   private delays: number[] = [];
@@ -87,7 +115,8 @@ export class OnsetMatcher {
 
   /** An echoed packet of `payloadBytes` arrived at `now`. */
   received(payloadBytes: number, now: number): void {
-    if (payloadBytes < LOUD_PACKET_BYTES) {
+    this.floor = Math.min(this.floor + FLOOR_DRIFT_PER_PACKET, payloadBytes);
+    if (payloadBytes < this.floor + LOUD_ABOVE_FLOOR_BYTES) {
       this.quietPackets++;
       return;
     }
