@@ -63,7 +63,8 @@ export class AudioSender implements AudioOut {
   }
 
   write(pcm: Int16Array): void {
-    this.frames.push(pcm);
+    // A copy: the writer may reuse its buffer once write returns.
+    this.frames.push(pcm.slice());
   }
 
   clear(): number {

@@ -56,6 +56,18 @@ test('a partial frame at the end of an utterance is sent padded; onDrained fires
   assert.equal(drained, 1);
 });
 
+test('what is written is copied: the writer may reuse its buffer', () => {
+  const { s, tick, rtp } = sender();
+  const buf = tone(960);
+  s.write(buf);
+  buf.fill(0);
+  const quiet = sender();
+  quiet.s.write(new Int16Array(960));
+  tick(1);
+  quiet.tick(1);
+  assert.ok(rtp()[0]!.payload.length > quiet.rtp()[0]!.payload.length + 10, 'the tone was sent, not the zeros written over it');
+});
+
 test('clear() while talking drops the queue and sends two frames of silence to end the utterance', () => {
   const { s, tick, rtp } = sender();
   s.write(tone(960 * 50));

@@ -28,12 +28,17 @@ for (const chunk of [480, 960, 1920, 2880, 100, 1000]) {
   });
 }
 
-test('frames are new arrays: the caller may reuse its buffer after push', () => {
+test('a frame that straddles two chunks is a copy; one that lies whole in a chunk is a view of it', () => {
   const { frames, reframer } = collect(4);
-  const buf = Int16Array.from([1, 2, 3, 4, 5, 6, 7, 8]);
-  reframer.push(buf);
-  buf.fill(0);
-  assert.deepEqual(frames.map((f) => [...f]), [[1, 2, 3, 4], [5, 6, 7, 8]]);
+  const a = Int16Array.from([1, 2, 3, 4, 5, 6]);
+  const b = Int16Array.from([7, 8, 9, 10, 11, 12]);
+  reframer.push(a);
+  reframer.push(b);
+  assert.deepEqual(frames.map((f) => [...f]), [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]]);
+  assert.equal(frames[0]!.buffer, a.buffer);
+  assert.notEqual(frames[1]!.buffer, a.buffer);
+  assert.notEqual(frames[1]!.buffer, b.buffer);
+  assert.equal(frames[2]!.buffer, b.buffer);
 });
 
 test('flush pads the held-back samples with silence; clear forgets them', () => {

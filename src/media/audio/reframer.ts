@@ -16,13 +16,15 @@ export class Reframer {
     return this.partialLength;
   }
 
-  /** Adds samples; every frame they complete is passed on at once (each frame a new array). */
+  /**
+   * Adds samples; every frame they complete is passed on at once. A frame that lies whole in `pcm`
+   * is a view of it (no copy): the caller must not change `pcm` afterwards.
+   */
   push(pcm: Int16Array): void {
     let offset = 0;
     while (offset < pcm.length) {
       if (!this.partialLength && pcm.length - offset >= this.frameSamples) {
-        // Aligned whole frame: one copy, no partial buffer.
-        this.onFrame(pcm.slice(offset, offset + this.frameSamples));
+        this.onFrame(pcm.subarray(offset, offset + this.frameSamples));
         offset += this.frameSamples;
         continue;
       }
