@@ -33,7 +33,8 @@
 //   flags: --ramp 25,50,75,100,125,150,175,200  --seconds 60  --warmup 5  --ptime 20 (10, 20, 40, 60)
 //          --model audio-echo  --question "What time is it?"  --stack libdatachannel
 //          --server-cpu 0  --loadgen-cpu 1  (--no-pin: leave both unpinned)  --setup-concurrency 8
-//          --env KEY=VALUE (a server setting, repeatable)  --server-node-arg ARG (repeatable)  --keep-going  --json FILE
+//          --env KEY=VALUE (a server setting, repeatable)  --server-node-arg ARG (repeatable)
+//          --server-output FILE (the server's stdout and stderr)  --keep-going  --json FILE
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -69,6 +70,7 @@ const { values } = parseArgs({
     'server-node-arg': { type: 'string', multiple: true, default: [] },
     'keep-going': { type: 'boolean', default: false },
     json: { type: 'string' },
+    'server-output': { type: 'string' },
   },
 });
 
@@ -369,6 +371,7 @@ async function main(): Promise<void> {
     for (const p of pacer.calls) p.call.close();
     await sleep(500);
     await server.stop('SIGTERM');
+    if (values['server-output']) writeFileSync(values['server-output'], server.stdout() + server.stderr());
   }
   const passing = rows.filter((r) => r.pass).map((r) => r.n);
   const out = [
