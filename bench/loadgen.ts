@@ -24,13 +24,13 @@
 // ramp stops at the first failing step (--keep-going runs them all). The table goes to stdout, the
 // progress (one JSON line per step) to stderr.
 //
-//   node --import tsx bench/loadgen.ts                                   # echo calls: 25, 50, … 200; 60 s windows
+//   node --import tsx bench/loadgen.ts                                   # echo calls: 25, 50, 60, … 160; 60 s windows
 //   node --import tsx bench/loadgen.ts --ramp 10 --seconds 10            # a quick look
 //   node --import tsx bench/loadgen.ts --ramp 50,100 --env OPUS_COMPLEXITY=10
 //   node --import tsx bench/loadgen.ts --ramp 100 --ptime 10             # callers sending 10 ms packets
 //   node --import tsx bench/loadgen.ts --model parley-offline --ramp 1,2,3,4,6
 //   node --import tsx bench/loadgen.ts --ramp 50 --server-node-arg=--cpu-prof --server-node-arg=--cpu-prof-dir=/tmp/prof
-//   flags: --ramp 25,50,75,100,125,150,175,200  --seconds 60  --warmup 5  --ptime 20 (10, 20, 40, 60)
+//   flags: --ramp 25,50,60,70,80,90,100,110,120,140,160  --seconds 60  --warmup 5  --ptime 20 (10, 20, 40, 60)
 //          --model audio-echo  --question "What time is it?"  --stack libdatachannel
 //          --server-cpu 0  --loadgen-cpu 1  (--no-pin: leave both unpinned)  --setup-concurrency 8
 //          --env KEY=VALUE (a server setting, repeatable)  --server-node-arg ARG (repeatable)
@@ -55,7 +55,7 @@ const VOICE_TO_VOICE_P50_LIMIT_MS = 800;
 
 const { values } = parseArgs({
   options: {
-    ramp: { type: 'string', default: '25,50,75,100,125,150,175,200' },
+    ramp: { type: 'string', default: '25,50,60,70,80,90,100,110,120,140,160' },
     seconds: { type: 'string', default: '60' },
     warmup: { type: 'string', default: '5' },
     ptime: { type: 'string', default: '20' },

@@ -207,7 +207,7 @@ export const settings = {
   CALL_MAX_DURATION_MS: { doc: 'A call is ended after this long (max_duration).', default: '3600000', parse: int(1000, 86_400_000) },
   MAX_CONCURRENT_CALLS: { doc: 'Calls this node carries at once; beyond it, calls answers 503 with Retry-After.', default: '50', parse: int(1, 10000) },
   OPUS_COMPLEXITY: {
-    doc: "Opus encoder complexity (0–10) for the agent's voice: encoding is most of a call's CPU, and 10 costs about twice what 5 costs for slightly better sound (5 is what libwebrtc uses on phones, 9 on desktops).",
+    doc: "Opus encoder complexity (0–10) for the agent's voice: encoding is most of a call's CPU; 9 (libopus's default, libwebrtc's on desktops) costs ≈ 1.8× what 5 (libwebrtc's on phones) costs for slightly better sound, 1 about half.",
     default: '5',
     parse: int(0, 10),
   },

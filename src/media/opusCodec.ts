@@ -5,8 +5,8 @@ import { SAMPLE_RATE } from './audio/format.js';
 export interface OpusEncoderOptions {
   bitrate?: number;
   /**
-   * libopus's speed/quality trade-off, 0–10. Encoding is most of a call's CPU: at 10 (libopus's
-   * default) it costs about twice what it costs at 5 (libwebrtc's setting on phones).
+   * libopus's speed/quality trade-off, 0–10. Encoding is most of a call's CPU: at 9 (libopus's
+   * default, and libwebrtc's on desktops) it costs ≈ 1.8× what it costs at 5 (libwebrtc's on phones).
    */
   complexity?: number;
 }
