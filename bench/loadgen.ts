@@ -347,6 +347,9 @@ async function main(): Promise<void> {
   }
   const newProbe = probeFactory();
   const server = await startServer(env, values['server-node-arg']);
+  // However the run ends (an error, Ctrl-C), the server it started goes with it.
+  process.on('exit', () => server.proc.exitCode === null && server.proc.kill('SIGKILL'));
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
   if (!values['no-pin']) {
     pin(server.proc.pid!, values['server-cpu']);
     pin(process.pid, values['loadgen-cpu']);
