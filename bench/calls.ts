@@ -17,17 +17,17 @@
 //          --clients 2 (client processes)  --max-other-cpu 25  --json <file>
 import wrtc from '@roamhq/wrtc';
 import { fork, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { http, mintToken, startServer, type RunningServer } from '../test/helpers/server.ts';
 import { placeCall, type PlacedCall } from './lib/placeCall.ts';
+import { cpuSeconds, machineJiffies, percentile, rssMb } from './lib/proc.ts';
 
 const { RTCAudioSource } = (wrtc as any).nonstandard;
 
 const ECHO_PACKETS_PER_SECOND = 50; // the server sends one 20 ms Opus packet per tick
-const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ on Linux: /proc/<pid>/stat times are in these
 const WARMUP_MS = 5000;
 const LOSS_LIMIT_PCT = 1;
 const ECHO_MIN_PCT = 98;
@@ -157,31 +157,6 @@ class Worker {
   kill(): void {
     if (this.proc.exitCode === null) this.proc.kill('SIGKILL');
   }
-}
-
-/** CPU seconds (user + system, all threads) a process has used so far. */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND; // utime, stime
-}
-
-/** Busy and total jiffies of the whole machine (all cores). */
-function machineJiffies(): { busy: number; total: number } {
-  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
-  const total = cpu.reduce((a, b) => a + b, 0);
-  const idle = (cpu[3] ?? 0) + (cpu[4] ?? 0);
-  return { busy: total - idle, total };
-}
-
-function rssMb(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Math.round(Number(m[1]) / 1024) : 0;
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;

@@ -131,6 +131,7 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     idleTimeoutMs: config.CALL_IDLE_TIMEOUT_MS,
     maxDurationMs: config.CALL_MAX_DURATION_MS,
     maxConcurrentCalls: config.MAX_CONCURRENT_CALLS,
+    opusComplexity: config.OPUS_COMPLEXITY,
   }, log, metrics);
   return {
     ...store,

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { attachCamera, attachTone, inboundAudio, listen, openCall } from './helpers/rtcClient.ts';
+import { attachCamera, attachTone, inboundAudio, listen, openCall, outboundAudioPackets } from './helpers/rtcClient.ts';
 import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
@@ -75,6 +75,30 @@ describe('echo calls', () => {
     assert.equal(rec.state, 'ended');
     assert.equal(rec.end_reason, 'hangup');
     assert.ok(rec.connected_at && rec.ended_at);
+  });
+
+  test('a caller sending 10 ms Opus packets is heard: its audio comes back', async () => {
+    const token = await mintToken(server.baseUrl, server.devKey);
+    const client = await openCall(server.baseUrl, token, { params: { model: 'audio-echo' }, ptime: 10 });
+    try {
+      await client.waitConnected();
+      const ear = listen(client);
+      const stopTone = await attachTone(client);
+      await until('echoed audio', () => ear.peakRms(), (rms) => rms > 1000);
+      // The caller really sends 10 ms packets: twice as many as the 20 ms packets coming back.
+      const before = { sent: await outboundAudioPackets(client), received: (await inboundAudio(client)).packetsReceived };
+      const after = await until(
+        '50 more echo packets',
+        async () => ({ sent: await outboundAudioPackets(client), received: (await inboundAudio(client)).packetsReceived }),
+        (s) => s.received - before.received >= 50,
+      );
+      const ratio = (after.sent - before.sent) / (after.received - before.received);
+      assert.ok(ratio > 1.6 && ratio < 2.4, `packets sent per packet echoed: ${ratio.toFixed(2)} (10 ms out, 20 ms back)`);
+      stopTone();
+      ear.stop();
+    } finally {
+      client.close();
+    }
   });
 
   test('audio + video sendonly with tracks attached after connect (replaceTrack)', async () => {

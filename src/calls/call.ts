@@ -40,6 +40,8 @@ export interface CallOptions {
   record: CallRecord;
   timeouts: CallTimeouts;
   log: FastifyBaseLogger;
+  /** Opus encoder complexity of the agent's voice (OPUS_COMPLEXITY). */
+  opusComplexity?: number;
 }
 
 export class Call implements CallControl {
@@ -64,7 +66,7 @@ export class Call implements CallControl {
     this.current = opts.session;
     this.conversation = opts.conversation;
     this.lifecycle = new CallLifecycle(opts.timeouts, (state, reason) => void this.close(state, reason));
-    this.media = new MediaSession(opts.peer, opts.plan, {
+    this.media = new MediaSession(opts.peer, opts.plan, opts.opusComplexity, {
       audio: (frame) => this.host.agent.onAudio(frame),
       video: (frame) => {
         if (this.current.modalities.includes('video')) this.host.agent.onVideoFrame?.(frame);

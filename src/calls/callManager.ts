@@ -28,6 +28,8 @@ export interface CallRequest {
 
 export interface CallLimits extends CallTimeouts {
   maxConcurrentCalls: number;
+  /** Opus encoder complexity of the agents' voices (OPUS_COMPLEXITY). */
+  opusComplexity?: number;
 }
 
 /** The WebRTC stack refused the offer (a client error, answered 422). */
@@ -87,6 +89,7 @@ export class CallManager {
         record: new CallRecord(this.conversations, id, threadId, history.length, this.log),
         timeouts: this.limits,
         log: this.log,
+        ...(this.limits.opusComplexity !== undefined ? { opusComplexity: this.limits.opusComplexity } : {}),
       });
       let answerSdp: string;
       try {

@@ -27,9 +27,12 @@ export class MediaSession {
   constructor(
     private readonly peer: ServerPeer,
     plan: OfferPlan,
+    opusComplexity: number | undefined,
     sink: MediaSink,
   ) {
-    this.sender = new AudioSender((p) => this.peer.sendAudioPacket(p), randomInt(1, 0xffffffff), plan.opusPayloadType);
+    this.sender = new AudioSender((p) => this.peer.sendAudioPacket(p), randomInt(1, 0xffffffff), plan.opusPayloadType, {
+      encoder: { complexity: opusComplexity },
+    });
     this.receiver = new AudioReceiver(plan.opusPayloadType, (frame) => sink.audio(frame));
     this.video = plan.video ? new VideoReceiver(plan.video.codecs, (frame) => sink.video(frame)) : undefined;
     peer.onAudioPacket((p) => {

@@ -232,6 +232,11 @@ export const settings = {
   },
   CALL_MAX_DURATION_MS: { doc: 'A call is ended after this long (max_duration).', default: '3600000', parse: int(1000, 86_400_000) },
   MAX_CONCURRENT_CALLS: { doc: 'Calls this node carries at once; beyond it, calls answers 503 with Retry-After.', default: '50', parse: int(1, 10000) },
+  OPUS_COMPLEXITY: {
+    doc: "Opus encoder complexity (0–10) for the agent's voice: encoding is most of a call's CPU; 9 (libopus's default, libwebrtc's on desktops) costs ≈ 1.8× what 5 (libwebrtc's on phones) costs for slightly better sound, 1 about half.",
+    default: '5',
+    parse: int(0, 10),
+  },
   VAD: {
     doc: "Voice-activity detector for the caller's turns: silero (Silero VAD v5, in-process ONNX, ≈ 0.3 ms per 32 ms) or webrtc (WebRTC VAD, cheaper, less sure of noise).",
     default: 'silero',

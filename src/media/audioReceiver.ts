@@ -1,13 +1,19 @@
 // The caller's voice in: SRTP-decrypted RTP from the stack → reordering buffer → Opus decode →
-// 20 ms PCM frames for the agent, with the reception statistics RTCP reports need.
-import { RtcpPacketConverter, RtcpReceiverInfo, RtcpSrPacket, RtpPacket, isRtcp } from 'werift-rtp';
+// 20 ms PCM frames for the agent, with the reception statistics RTCP reports need. Packets may
+// carry any duration Opus allows (a client sending 10 ms packets is as audible as one sending 20).
+import { RtcpPacketConverter, RtcpReceiverInfo, RtcpSrPacket, isRtcp } from 'werift-rtp';
 import { FRAME_SAMPLES } from './audio/format.js';
+import { Reframer } from './audio/reframer.js';
 import { JitterBuffer } from './jitterBuffer.js';
-import { OpusFrameDecoder, SILENT_FRAME } from './opusCodec.js';
+import { OpusFrameDecoder } from './opusCodec.js';
+import { readRtp } from './rtp.js';
 
 export class AudioReceiver {
   private readonly decoder = new OpusFrameDecoder();
   private readonly buffer = new JitterBuffer<Buffer>(3);
+  private readonly frames: Reframer;
+  /** Samples in the last decoded packet: a lost packet is replaced by that much silence. */
+  private packetSamples = FRAME_SAMPLES;
   private remoteSsrc: number | undefined;
   private firstSeq: number | undefined;
   private received = 0;
@@ -21,19 +27,15 @@ export class AudioReceiver {
 
   constructor(
     private readonly payloadType: number,
-    private readonly onFrame: (frame: Int16Array) => void,
-  ) {}
+    onFrame: (frame: Int16Array) => void,
+  ) {
+    this.frames = new Reframer(FRAME_SAMPLES, onFrame);
+  }
 
   handle(packet: Buffer): void {
     if (isRtcp(packet)) return this.handleRtcp(packet);
-    let rtp: RtpPacket;
-    try {
-      rtp = RtpPacket.deSerialize(packet);
-    } catch {
-      return;
-    }
-    const { header } = rtp;
-    if (header.payloadType !== this.payloadType) return;
+    const header = readRtp(packet);
+    if (!header || header.payloadType !== this.payloadType) return;
     if (this.remoteSsrc !== header.ssrc) {
       // New or restarted stream: start its statistics afresh.
       this.remoteSsrc = header.ssrc;
@@ -49,15 +51,16 @@ export class AudioReceiver {
     if (this.lastTransit !== undefined) this.jitter += (Math.abs(transit - this.lastTransit) - this.jitter) / 16;
     this.lastTransit = transit;
 
-    for (const out of this.buffer.push(header.sequenceNumber, rtp.payload)) {
+    for (const out of this.buffer.push(header.sequenceNumber, header.payload)) {
       this.firstSeq ??= out.seq;
       if (out.lost) {
-        this.onFrame(SILENT_FRAME);
+        this.frames.push(new Int16Array(this.packetSamples));
         continue;
       }
       const pcm = this.decoder.decode(out.value);
       if (!pcm) continue;
-      for (let i = 0; i + FRAME_SAMPLES <= pcm.length; i += FRAME_SAMPLES) this.onFrame(pcm.subarray(i, i + FRAME_SAMPLES));
+      this.packetSamples = pcm.length;
+      this.frames.push(pcm);
     }
   }
 

@@ -2,18 +2,28 @@
 // monotonic timestamps that follow the wall clock (silences included) and the marker bit on the
 // first packet of each talk spurt.
 import { randomInt } from 'node:crypto';
-import { RtpHeader, RtpPacket } from 'werift-rtp';
 import { FRAME_SAMPLES, type AudioOut } from './audio/format.js';
+import { Reframer } from './audio/reframer.js';
 import { mediaClock, type MediaClock } from './mediaClock.js';
-import { OpusFrameEncoder } from './opusCodec.js';
+import { OpusFrameEncoder, type OpusEncoderOptions } from './opusCodec.js';
+import { writeRtp } from './rtp.js';
 
 const MAX_QUEUED_FRAMES = (120 * 1000) / 20;
 
+export interface AudioSenderOptions {
+  encoder?: OpusEncoderOptions;
+  clock?: MediaClock;
+}
+
 export class AudioSender implements AudioOut {
-  private readonly encoder = new OpusFrameEncoder();
+  private readonly encoder: OpusFrameEncoder;
+  private readonly clock: MediaClock;
   private readonly queue: Int16Array[] = [];
-  private partial: Int16Array | undefined;
-  private partialLength = 0;
+  private readonly frames = new Reframer(FRAME_SAMPLES, (frame) => {
+    // Bounded: past two minutes queued, the oldest audio goes (a writer outpacing real time).
+    if (this.queue.length >= MAX_QUEUED_FRAMES) this.queue.shift();
+    this.queue.push(frame);
+  });
   private seq = randomInt(0, 0x10000);
   private readonly tsBase = randomInt(0, 0x7fffffff);
   private ticks = 0;
@@ -27,8 +37,11 @@ export class AudioSender implements AudioOut {
     private readonly send: (packet: Buffer) => boolean,
     readonly ssrc: number,
     private readonly payloadType: number,
-    private readonly clock: MediaClock = mediaClock,
-  ) {}
+    options: AudioSenderOptions = {},
+  ) {
+    this.encoder = new OpusFrameEncoder(options.encoder);
+    this.clock = options.clock ?? mediaClock;
+  }
 
   /** Starts the 20 ms cadence (once the peer is connected). */
   start(): void {
@@ -46,32 +59,18 @@ export class AudioSender implements AudioOut {
   }
 
   get queuedMs(): number {
-    return (this.queue.length * FRAME_SAMPLES + this.partialLength) / 48;
+    return (this.queue.length * FRAME_SAMPLES + this.frames.pending) / 48;
   }
 
   write(pcm: Int16Array): void {
-    let offset = 0;
-    while (offset < pcm.length) {
-      this.partial ??= new Int16Array(FRAME_SAMPLES);
-      const n = Math.min(FRAME_SAMPLES - this.partialLength, pcm.length - offset);
-      this.partial.set(pcm.subarray(offset, offset + n), this.partialLength);
-      this.partialLength += n;
-      offset += n;
-      if (this.partialLength === FRAME_SAMPLES) {
-        // Bounded: past two minutes queued, the oldest audio goes (a writer outpacing real time).
-        if (this.queue.length >= MAX_QUEUED_FRAMES) this.queue.shift();
-        this.queue.push(this.partial);
-        this.partial = undefined;
-        this.partialLength = 0;
-      }
-    }
+    // A copy: the writer may reuse its buffer once write returns.
+    this.frames.push(pcm.slice());
   }
 
   clear(): number {
     const dropped = this.queuedMs;
     this.queue.length = 0;
-    this.partial = undefined;
-    this.partialLength = 0;
+    this.frames.clear();
     // Cut mid-word, the far end's decoder would conceal the missing packets with sound for a while;
     // two frames of silence end the utterance cleanly.
     if (this.talking) this.queue.push(new Int16Array(FRAME_SAMPLES), new Int16Array(FRAME_SAMPLES));
@@ -85,13 +84,8 @@ export class AudioSender implements AudioOut {
 
   private tick(): void {
     this.ticks++;
-    let frame = this.queue.shift();
-    if (!frame && this.partial && this.partialLength) {
-      // The tail of an utterance: pad the last partial frame with silence.
-      frame = this.partial;
-      this.partial = undefined;
-      this.partialLength = 0;
-    }
+    // The tail of an utterance: its last partial frame, padded with silence.
+    const frame = this.queue.shift() ?? this.frames.flush();
     if (!frame) {
       if (this.talking) {
         this.talking = false;
@@ -100,16 +94,13 @@ export class AudioSender implements AudioOut {
       return;
     }
     const payload = this.encoder.encode(frame);
-    const header = new RtpHeader({
-      payloadType: this.payloadType,
-      sequenceNumber: this.seq,
-      timestamp: this.rtpTimestamp,
-      ssrc: this.ssrc,
-      marker: !this.talking,
-    });
+    const packet = writeRtp(
+      { payloadType: this.payloadType, sequenceNumber: this.seq, timestamp: this.rtpTimestamp, ssrc: this.ssrc, marker: !this.talking },
+      payload,
+    );
     this.seq = (this.seq + 1) & 0xffff;
     this.talking = true;
-    if (this.send(new RtpPacket(header, payload).serialize())) {
+    if (this.send(packet)) {
       this.packets++;
       this.octets += payload.length;
     }

@@ -1,12 +1,24 @@
 // Opus for one mono 48 kHz voice stream (libopus through @evan/opus's native binding).
 import { Decoder, Encoder } from '@evan/opus';
-import { FRAME_SAMPLES, SAMPLE_RATE } from './audio/format.js';
+import { SAMPLE_RATE } from './audio/format.js';
+
+export interface OpusEncoderOptions {
+  bitrate?: number;
+  /**
+   * libopus's speed/quality trade-off, 0–10. Encoding is most of a call's CPU: at 9 (libopus's
+   * default, and libwebrtc's on desktops) it costs ≈ 1.8× what it costs at 5 (libwebrtc's on phones).
+   */
+  complexity?: number;
+}
+
+export const DEFAULT_OPUS_COMPLEXITY = 5;
 
 export class OpusFrameEncoder {
   private readonly encoder = new Encoder({ channels: 1, sample_rate: SAMPLE_RATE, application: 'voip' });
 
-  constructor(bitrate = 32_000) {
+  constructor({ bitrate = 32_000, complexity = DEFAULT_OPUS_COMPLEXITY }: OpusEncoderOptions = {}) {
     this.encoder.bitrate = bitrate;
+    this.encoder.complexity = complexity as Encoder['complexity'];
     // In-band FEC lets a browser rebuild a lost packet from the next one.
     this.encoder.inband_fec = true;
     this.encoder.packet_loss = 5;
@@ -23,15 +35,16 @@ export class OpusFrameDecoder {
   private readonly decoder = new Decoder({ channels: 1, sample_rate: SAMPLE_RATE });
 
   /** Decodes one Opus packet to PCM (any duration the packet carries); null if it is not valid Opus. */
-  decode(packet: Buffer): Int16Array | null {
+  decode(packet: Uint8Array): Int16Array | null {
+    let bytes: Uint8Array;
     try {
-      const bytes = this.decoder.decode(packet);
-      // Copy: the binding may reuse its output buffer.
-      return new Int16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+      bytes = this.decoder.decode(packet);
     } catch {
       return null;
     }
+    // The binding returns a fresh copy of its output buffer (Uint8Array.slice), ours to keep.
+    return bytes.byteOffset % 2 === 0
+      ? new Int16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 1)
+      : new Int16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
   }
 }
-
-export const SILENT_FRAME = new Int16Array(FRAME_SAMPLES);

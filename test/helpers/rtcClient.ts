@@ -17,6 +17,8 @@ export interface ClientOptions {
   params?: Record<string, unknown>;
   /** Drop candidates (for a client that never connects). */
   withholdCandidates?: boolean;
+  /** Ask the client's own encoder for this Opus packet duration (a=ptime added to the answer it applies). */
+  ptime?: number;
 }
 
 export interface RtcClient {
@@ -79,7 +81,8 @@ export async function openCall(baseUrl: string, token: string, opts: ClientOptio
     pc.close();
     throw Object.assign(new Error(`calls answered ${res.status}: ${JSON.stringify(res.body)}`), { status: res.status, body: res.body });
   }
-  if (!opts.withholdCandidates) await pc.setRemoteDescription(res.body.answer);
+  const answer = opts.ptime ? { ...res.body.answer, sdp: withPtime(res.body.answer.sdp, opts.ptime) } : res.body.answer;
+  if (!opts.withholdCandidates) await pc.setRemoteDescription(answer);
   return {
     pc,
     channel,
@@ -119,6 +122,11 @@ export async function openCall(baseUrl: string, token: string, opts: ClientOptio
       pc.close();
     },
   };
+}
+
+/** Adds a=ptime to the audio m-line: libwebrtc then packs that many ms of Opus per packet. */
+function withPtime(sdp: string, ptime: number): string {
+  return sdp.replace(/(m=audio [^\r\n]*\r\n)/, `$1a=ptime:${ptime}\r\n`);
 }
 
 const { RTCAudioSource, RTCAudioSink, RTCVideoSource } = (wrtc as any).nonstandard;
@@ -170,6 +178,16 @@ export function listen(client: RtcClient): { peakRms: () => number; samples: () 
     peak = Math.max(peak, Math.sqrt(sum / d.samples.length));
   };
   return { peakRms: () => peak, samples: () => count, stop: () => sink.stop() };
+}
+
+/** Packets the client has sent on its audio track (outbound-rtp). */
+export async function outboundAudioPackets(client: RtcClient): Promise<number> {
+  const stats = await client.pc.getStats();
+  let sent = 0;
+  stats.forEach((s: any) => {
+    if (s.type === 'outbound-rtp' && (s.kind === 'audio' || s.mediaType === 'audio')) sent = s.packetsSent ?? 0;
+  });
+  return sent;
 }
 
 /** The client's inbound-rtp audio statistics from getStats(). */

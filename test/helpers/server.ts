@@ -22,7 +22,8 @@ export interface RunningServer {
   stop: (signal?: NodeJS.Signals, opts?: { keepData?: boolean }) => Promise<number | null>;
 }
 
-export async function startServer(extraEnv: Record<string, string> = {}): Promise<RunningServer> {
+/** `nodeArgs` go to node before the CLI (a benchmark's `--cpu-prof`, `--perf-basic-prof`). */
+export async function startServer(extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<RunningServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-test-'));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -36,7 +37,7 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
     LOG_LEVEL: 'warn',
     ...extraEnv,
   };
-  const proc = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', CLI, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   proc.stderr!.on('data', (d) => (err += d));

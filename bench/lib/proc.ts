@@ -1,0 +1,44 @@
+// Process and machine accounting from /proc for the benchmarks, and CPU pinning with taskset.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+
+const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ on Linux: /proc/<pid>/stat times are in these
+
+/** CPU seconds (user + system, all threads) a process has used so far. */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND; // utime, stime
+}
+
+/** Busy and total jiffies of the whole machine (all cores). */
+export function machineJiffies(): { busy: number; total: number } {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
+  const total = cpu.reduce((a, b) => a + b, 0);
+  const idle = (cpu[3] ?? 0) + (cpu[4] ?? 0);
+  return { busy: total - idle, total };
+}
+
+export function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 1024) : 0;
+}
+
+/** The three load averages, as printed by uptime. */
+export function loadAverage(): string {
+  return loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+}
+
+/** Pins every thread of a process (and the threads it starts later) to the given CPUs ("0", "1", "0-1"). */
+export function pin(pid: number, cpus: string): void {
+  execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
+}
+
+export function percentile(values: number[], p: number): number {
+  if (!values.length) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}

@@ -1,0 +1,397 @@
+// Capacity of one Parley process: a ramp of concurrent calls from one load-generator process on
+// libdatachannel that costs almost nothing per call (pre-encoded Opus sent with each call's RTP
+// header, no codec work per call; bench/lib/loadCall.ts), the server pinned to one core and the
+// load generator to another (taskset).
+//
+// --model audio-echo (default): every call plays bench/lib/markerClip.ts in a loop; the agent plays
+// it back ECHO_DELAY_MS later. Any other model (parley-offline, orga-1-beta): every call asks
+// --question (flite), stays silent while the agent answers and asks again (bench/lib/talkScript.ts).
+//
+// Each step adds calls up to N, waits --warmup seconds, then measures a --seconds window:
+//   loss         RTP sequence gaps in the agent's stream (per call; the worst call is shown)
+//   delivered    echo packets received per 20 ms of the window (a server that skips ticks sends
+//                fewer packets without any sequence gap); echo calls only
+//   jitter       RFC 3550 interarrival jitter of the agent's stream, sampled every second for every
+//                call; the p95 and the maximum over all samples
+//   echo delay   from sending a burst of the clip to its echo's first packet (ECHO_DELAY_MS
+//                included), found from packet sizes (bench/lib/markerClip.ts)
+//   voice-to-voice  talking calls: from the question's last loud sample to the answer's first loud
+//                20 ms, at the caller
+//   CPU          user + system time of the server and of the load generator from /proc, in % of one
+//                core, overall and per call; "other" is the rest of the machine (other work)
+// A step passes when every call connected, every call's loss (and, for echo, missing echo) stays
+// < 1 %, the p95 jitter is < 20 ms and, for talking calls, the voice-to-voice p50 is < 800 ms. A
+// step in which the load generator itself sent over 1 % of its packets late (its core shared with
+// other work) says so beside its result: rerun it. The ramp stops at the first failing step
+// (--keep-going runs them all). The table goes to stdout, the progress (a JSON line a step) to stderr.
+//
+//   node --import tsx bench/loadgen.ts                                   # echo calls: 25, 50, 60, … 160; 60 s windows
+//   node --import tsx bench/loadgen.ts --ramp 10 --seconds 10            # a quick look
+//   node --import tsx bench/loadgen.ts --ramp 50,100 --env OPUS_COMPLEXITY=10
+//   node --import tsx bench/loadgen.ts --ramp 100 --ptime 10             # callers sending 10 ms packets
+//   node --import tsx bench/loadgen.ts --model parley-offline --ramp 1,2,3,4,6
+//   node --import tsx bench/loadgen.ts --ramp 50 --server-node-arg=--cpu-prof --server-node-arg=--cpu-prof-dir=/tmp/prof
+//   flags: --ramp 25,50,60,70,80,90,100,110,120,140,160  --seconds 60  --warmup 5  --ptime 20 (10, 20, 40, 60)
+//          --model audio-echo  --question "What time is it?"  --stack libdatachannel
+//          --server-cpu 0  --loadgen-cpu 1  (--no-pin: leave both unpinned)  --setup-concurrency 8
+//          --env KEY=VALUE (a server setting, repeatable)  --server-node-arg ARG (repeatable)
+//          --server-output FILE (the server's stdout and stderr)  --keep-going  --json FILE
+import { writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { startServer, type RunningServer } from '../test/helpers/server.ts';
+import { LoadCall, type AgentAudio, type PacketSource } from './lib/loadCall.ts';
+import { buildClip, ClipPlayer, OnsetMatcher } from './lib/markerClip.ts';
+import { buildQuestion, TalkScript } from './lib/talkScript.ts';
+import { cpuSeconds, loadAverage, machineJiffies, percentile, pin, rssMb } from './lib/proc.ts';
+import { between, type ReceiveSnapshot } from './lib/receiveStats.ts';
+
+const ECHO_PACKETS_PER_SECOND = 50; // Parley sends one 20 ms packet per tick
+const LOSS_LIMIT_PCT = 1;
+const JITTER_P95_LIMIT_MS = 20;
+const SEND_MIN_PCT = 99;
+const SETUP_ATTEMPTS = 3;
+const VOICE_TO_VOICE_P50_LIMIT_MS = 800;
+
+const { values } = parseArgs({
+  options: {
+    ramp: { type: 'string', default: '25,50,60,70,80,90,100,110,120,140,160' },
+    seconds: { type: 'string', default: '60' },
+    warmup: { type: 'string', default: '5' },
+    ptime: { type: 'string', default: '20' },
+    stack: { type: 'string', default: 'libdatachannel' },
+    model: { type: 'string', default: 'audio-echo' },
+    question: { type: 'string', default: 'What time is it?' },
+    'server-cpu': { type: 'string', default: '0' },
+    'loadgen-cpu': { type: 'string', default: '1' },
+    'no-pin': { type: 'boolean', default: false },
+    'setup-concurrency': { type: 'string', default: '8' },
+    env: { type: 'string', multiple: true, default: [] },
+    'server-node-arg': { type: 'string', multiple: true, default: [] },
+    'keep-going': { type: 'boolean', default: false },
+    json: { type: 'string' },
+    'server-output': { type: 'string' },
+  },
+});
+
+const ramp = values.ramp.split(',').map(Number);
+if (!ramp.every((n) => Number.isInteger(n) && n > 0)) throw new Error('--ramp is a comma-separated list of call counts');
+const windowSeconds = Number(values.seconds);
+const warmupSeconds = Number(values.warmup);
+const ptimeMs = Number(values.ptime);
+const setupConcurrency = Math.max(1, Number(values['setup-concurrency']));
+const model = values.model;
+/** Any model but audio-echo talks back: its calls ask questions and time the answers. */
+const talking = model !== 'audio-echo';
+
+function log(line: string): void {
+  process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
+}
+
+// ───────────────────────────── sending ─────────────────────────────
+
+/** What a call sends and how what it hears is measured: echo delays, or voice-to-voice. */
+interface Probe extends PacketSource {
+  heard(payload: Buffer, now: number): void;
+  /** Delays measured since the last take(), ms. */
+  take(): number[];
+}
+
+interface Paced {
+  call: LoadCall;
+  probe: Probe;
+  /** performance.now() of the call's first packet; packet k leaves at start + k × ptime. */
+  start: number;
+  sent: number;
+  reports: number;
+}
+
+/**
+ * One timer paces every call: every 5 ms it sends each call's due packets. Calls start at spread
+ * offsets, so their packets are spread over the 20 ms instead of leaving in one burst.
+ */
+class Pacer {
+  readonly calls: Paced[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  /** Packets sent more than one packet time late (the load generator itself fell behind). */
+  late = 0;
+
+  add(call: LoadCall, probe: Probe): void {
+    this.calls.push({ call, probe, start: performance.now() + Math.random() * call.ptimeMs, sent: 0, reports: 0 });
+    this.timer ??= setTimeout(() => this.tick(), 5);
+  }
+
+  private tick(): void {
+    const now = performance.now();
+    for (const p of this.calls) {
+      const due = Math.floor((now - p.start) / p.call.ptimeMs) + 1;
+      if (due - p.sent > 1) this.late += due - p.sent - 1;
+      for (; p.sent < due; p.sent++) p.call.sendNext(now);
+      if ((now - p.start) / 1000 >= p.reports) {
+        p.reports++;
+        p.call.sendReport();
+      }
+    }
+    this.timer = setTimeout(() => this.tick(), 5 - ((performance.now() - now) % 5));
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+// ───────────────────────────── a step of the ramp ─────────────────────────────
+
+interface StepRow {
+  n: number;
+  connected: number;
+  setupFailures: number;
+  setupRetries: number;
+  setupMsP50: number;
+  seconds: number;
+  lossPctMax: number;
+  deliveredPctMin: number;
+  sendPctMin: number;
+  latePct: number;
+  jitterMsP95: number;
+  jitterMsMax: number;
+  /** Echo delay (audio-echo) or voice-to-voice (talking calls). */
+  delayMsP50: number;
+  delayMsP95: number;
+  delays: number;
+  serverCpuPct: number;
+  serverCpuPerCallPct: number;
+  serverRssMb: number;
+  loadgenCpuPct: number;
+  loadgenCpuPerCallPct: number;
+  otherCpuPct: number;
+  loadAtStart: string;
+  pass: boolean;
+  why: string;
+}
+
+type ProbeFactory = () => Probe;
+
+async function openCalls(server: RunningServer, newProbe: ProbeFactory, pacer: Pacer, target: number, failures: { count: number; retries: number }): Promise<void> {
+  const open = async () => {
+    for (let attempt = 1; ; attempt++) {
+      const probe = newProbe();
+      try {
+        const call = await LoadCall.open({
+          baseUrl: server.baseUrl,
+          apiKey: server.devKey,
+          source: probe,
+          // The Orga clients' params (audio only: the load generator sends no video).
+          params: { model, temperature: 0.8, return_transcription: false, instructions: null, modalities: ['audio'], history: false },
+          onAudio: (rtp: AgentAudio, now: number) => probe.heard(rtp.payload, now),
+        });
+        pacer.add(call, probe);
+        return;
+      } catch (err) {
+        // libdatachannel now and then rejects a good answer under load ("Got a remote candidate
+        // without ICE transport"); a real client would retry the call, so does this one.
+        if (attempt >= SETUP_ATTEMPTS) {
+          failures.count++;
+          log(`  call setup failed: ${(err as Error).message}`);
+          return;
+        }
+        failures.retries++;
+      }
+    }
+  };
+  const missing = target - pacer.calls.length;
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(setupConcurrency, missing) }, async () => {
+      while (next++ < missing) await open();
+    }),
+  );
+}
+
+async function runStep(server: RunningServer, newProbe: ProbeFactory, pacer: Pacer, n: number): Promise<StepRow> {
+  const loadAtStart = loadAverage();
+  const failures = { count: 0, retries: 0 };
+  const before = pacer.calls.length;
+  await openCalls(server, newProbe, pacer, n, failures);
+  const setupMs = pacer.calls.slice(before).map((p) => p.call.marks.sessionCreated - p.call.marks.start);
+  await sleep(warmupSeconds * 1000);
+
+  const serverPid = server.proc.pid!;
+  const calls = pacer.calls.map((p) => p.call);
+  const t0 = performance.now();
+  const rx0 = calls.map((c) => c.audioIn.snapshot(t0));
+  const sent0 = calls.map((c) => c.packetsSent);
+  for (const p of pacer.calls) p.probe.take();
+  const cpu0 = { server: cpuSeconds(serverPid), loadgen: cpuSeconds(process.pid), machine: machineJiffies() };
+  const jitterSamples: number[] = [];
+  const late0 = pacer.late;
+  const windowEnd = t0 + windowSeconds * 1000;
+  while (performance.now() < windowEnd) {
+    await sleep(Math.min(1000, windowEnd - performance.now()));
+    for (const c of calls) jitterSamples.push(c.audioIn.jitterMs);
+  }
+  const t1 = performance.now();
+  const cpu1 = { server: cpuSeconds(serverPid), loadgen: cpuSeconds(process.pid), machine: machineJiffies() };
+  const wall = (t1 - t0) / 1000;
+  const delays = pacer.calls.flatMap((p) => p.probe.take());
+
+  const perCall = calls.map((c, i) => {
+    const w = between(rx0[i] as ReceiveSnapshot, c.audioIn.snapshot(t1));
+    return {
+      lossPct: w.expected > 0 ? (100 * w.lost) / w.expected : talking ? 0 : 100,
+      deliveredPct: (100 * w.received) / (wall * ECHO_PACKETS_PER_SECOND),
+      sendPct: (100 * (c.packetsSent - sent0[i]!)) / ((wall * 1000) / ptimeMs),
+    };
+  });
+  const serverPct = (100 * (cpu1.server - cpu0.server)) / wall;
+  const loadgenPct = (100 * (cpu1.loadgen - cpu0.loadgen)) / wall;
+  const machinePct = (100 * cpus().length * (cpu1.machine.busy - cpu0.machine.busy)) / (cpu1.machine.total - cpu0.machine.total);
+  const lossPctMax = Math.max(0, ...perCall.map((c) => c.lossPct));
+  const deliveredPctMin = Math.min(...perCall.map((c) => c.deliveredPct));
+  const sendPctMin = Math.min(...perCall.map((c) => c.sendPct));
+  const jitterMsP95 = percentile(jitterSamples, 95);
+  const sentInWindow = calls.reduce((a, c, i) => a + c.packetsSent - sent0[i]!, 0);
+  const latePct = (100 * (pacer.late - late0)) / Math.max(1, sentInWindow);
+  const delayP50 = percentile(delays, 50);
+  const problems = [
+    calls.length < n ? `${n - calls.length} calls did not connect` : '',
+    lossPctMax >= LOSS_LIMIT_PCT ? `loss ${lossPctMax.toFixed(2)} %` : '',
+    // An echo comes back at 50 packets a second; an agent talks only when it answers.
+    !talking && deliveredPctMin <= 100 - LOSS_LIMIT_PCT ? `echo delivered ${deliveredPctMin.toFixed(1)} %` : '',
+    !(jitterMsP95 < JITTER_P95_LIMIT_MS) ? `jitter p95 ${jitterMsP95.toFixed(1)} ms` : '',
+    talking && !(delayP50 < VOICE_TO_VOICE_P50_LIMIT_MS) ? `voice-to-voice p50 ${Math.round(delayP50)} ms` : '',
+  ].filter(Boolean);
+  // Not the server's fault, but it disturbs what is measured (a late question, a late burst).
+  const disturbed = sendPctMin < SEND_MIN_PCT || latePct > 100 - SEND_MIN_PCT ? `load generator behind: sent ${sendPctMin.toFixed(1)} %, ${latePct.toFixed(1)} % late` : '';
+  const r = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
+  return {
+    n,
+    connected: calls.length,
+    setupFailures: failures.count,
+    setupRetries: failures.retries,
+    setupMsP50: r(percentile(setupMs, 50), 0),
+    seconds: r(wall),
+    lossPctMax: r(lossPctMax, 2),
+    deliveredPctMin: r(deliveredPctMin),
+    sendPctMin: r(sendPctMin),
+    latePct: r(latePct, 2),
+    jitterMsP95: r(jitterMsP95),
+    jitterMsMax: r(Math.max(...jitterSamples)),
+    delayMsP50: r(delayP50, 0),
+    delayMsP95: r(percentile(delays, 95), 0),
+    delays: delays.length,
+    serverCpuPct: r(serverPct),
+    serverCpuPerCallPct: r(serverPct / calls.length, 2),
+    serverRssMb: rssMb(serverPid),
+    loadgenCpuPct: r(loadgenPct),
+    loadgenCpuPerCallPct: r(loadgenPct / calls.length, 2),
+    otherCpuPct: r(machinePct - serverPct - loadgenPct),
+    loadAtStart,
+    pass: problems.length === 0,
+    why: [...problems, disturbed].filter(Boolean).join(', ') || 'ok',
+  };
+}
+
+// ───────────────────────────── the run ─────────────────────────────
+
+function table(rows: StepRow[]): string {
+  const head = [
+    'calls', 'connected', 'setup p50 ms', 'loss % (worst call)', talking ? 'answers timed' : 'echo delivered % (worst call)', 'jitter p95 / max ms',
+    talking ? 'voice-to-voice p50 / p95 ms' : 'echo delay p50 / p95 ms', 'server CPU % of a core', 'server CPU per call %', 'load generator CPU %',
+    'load generator per call %', 'other CPU %', 'load average at start', `${windowSeconds} s result`,
+  ];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
+  for (const s of rows) {
+    lines.push(
+      `| ${[
+        s.n, s.connected + (s.setupRetries ? ` (${s.setupRetries} retried)` : ''), s.setupMsP50, s.lossPctMax, talking ? s.delays : s.deliveredPctMin,
+        `${s.jitterMsP95} / ${s.jitterMsMax}`, `${s.delayMsP50} / ${s.delayMsP95}`, s.serverCpuPct, s.serverCpuPerCallPct, s.loadgenCpuPct,
+        s.loadgenCpuPerCallPct, s.otherCpuPct, s.loadAtStart, `${s.pass ? 'pass' : 'fail'}${s.why === 'ok' ? '' : `: ${s.why}`}`,
+      ].join(' | ')} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** Echo calls play the marker clip and time its echo; talking calls ask a question in turn. */
+function probeFactory(): ProbeFactory {
+  if (!talking) {
+    const clip = buildClip(ptimeMs);
+    return () => {
+      const onsets = new OnsetMatcher();
+      const player = new ClipPlayer(clip, onsets);
+      return {
+        ptimeMs,
+        next: (now) => player.next(now),
+        heard: (payload, now) => onsets.received(payload.length, now),
+        take: () => onsets.take(),
+      };
+    };
+  }
+  const question = buildQuestion(values.question, ptimeMs);
+  let calls = 0;
+  return () => {
+    // Callers start their first question at spread times, so their turns do not line up.
+    const script = new TalkScript(question, performance.now() + 1000 + 700 * (calls++ % 7));
+    return { ptimeMs, next: (now) => script.next(now), heard: (payload, now) => script.heard(payload, now), take: () => script.take() };
+  };
+}
+
+async function main(): Promise<void> {
+  const env: Record<string, string> = { WEBRTC_STACK: values.stack, MAX_CONCURRENT_CALLS: '10000', LOG_LEVEL: 'warn', STUN_ENABLED: 'false' };
+  for (const kv of values.env) {
+    const eq = kv.indexOf('=');
+    if (eq < 1) throw new Error(`--env wants KEY=VALUE, got ${kv}`);
+    env[kv.slice(0, eq)] = kv.slice(eq + 1);
+  }
+  const newProbe = probeFactory();
+  const server = await startServer(env, values['server-node-arg']);
+  // However the run ends (an error, Ctrl-C), the server it started goes with it.
+  process.on('exit', () => server.proc.exitCode === null && server.proc.kill('SIGKILL'));
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
+  if (!values['no-pin']) {
+    pin(server.proc.pid!, values['server-cpu']);
+    pin(process.pid, values['loadgen-cpu']);
+  }
+  const settings = Object.entries(env).filter(([k]) => !['MAX_CONCURRENT_CALLS', 'LOG_LEVEL', 'STUN_ENABLED'].includes(k)).map(([k, v]) => `${k}=${v}`).join(' ');
+  log(
+    `loadgen: ${model} calls, ptime ${ptimeMs} ms, ramp ${ramp.join(',')}, ${windowSeconds} s windows; server ${settings}; ` +
+      (values['no-pin'] ? 'unpinned' : `server on CPU ${values['server-cpu']}, load generator on CPU ${values['loadgen-cpu']}`) +
+      `; load average ${loadAverage()}`,
+  );
+  const pacer = new Pacer();
+  const rows: StepRow[] = [];
+  const started = new Date();
+  try {
+    for (const n of ramp) {
+      log(`${n} calls…`);
+      const row = await runStep(server, newProbe, pacer, n);
+      rows.push(row);
+      log(`  ${row.pass ? 'PASS' : 'FAIL'} ${JSON.stringify(row)}`);
+      if (!row.pass && !values['keep-going']) break;
+    }
+  } finally {
+    pacer.stop();
+    for (const p of pacer.calls) p.call.close();
+    await sleep(500);
+    await server.stop('SIGTERM');
+    if (values['server-output']) writeFileSync(values['server-output'], server.stdout() + server.stderr());
+  }
+  const passing = rows.filter((r) => r.pass).map((r) => r.n);
+  const out = [
+    table(rows),
+    '',
+    `Largest passing step: ${passing.length ? Math.max(...passing) : 'none'} ${model} calls (server ${settings}; ptime ${ptimeMs} ms; ${started.toISOString()}; load average at the end ${loadAverage()}).`,
+  ].join('\n');
+  process.stdout.write(`${out}\n`);
+  if (values.json) writeFileSync(values.json, JSON.stringify({ date: started.toISOString(), options: values, rows }, null, 2));
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`${(err as Error).stack ?? err}\n`);
+    process.exit(1);
+  },
+);
