@@ -16,6 +16,7 @@ import { webrtcVadProvider } from '../src/agent/turn/webrtc.ts';
 import { downsample48kTo16k } from '../src/media/audio/resample.ts';
 import { concat, frames, rms, silence } from '../test/helpers/pcm.ts';
 import { speak } from '../test/helpers/speech.ts';
+import { SENTENCES } from './lib/sentences.ts';
 import { mean, percentile } from './lib/talker.ts';
 
 const argv = process.argv;
@@ -23,17 +24,6 @@ const rounds = Number(argv[argv.indexOf('--rounds') + 1] || 10) || 10;
 const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 const ms = (x: number) => `${x.toFixed(x < 10 ? 2 : 0)} ms`;
 
-// Sentences a caller might say; the commas make flite pause.
-const SENTENCES = [
-  'what time is it',
-  'Well, I think that, after all, the weather is quite nice today.',
-  'One, two, three, four, five.',
-  'Can you tell me, please, how far it is to the station, and when the next train leaves?',
-  'I would like to book a table for two people at seven thirty tonight.',
-  'Hello, my name is Anna, and I live in a small town by the sea.',
-  'First, open the box; then, take out the manual, and read it carefully.',
-  'Yes, no, maybe, I do not know.',
-];
 const VADS: VadProvider[] = [sileroVadProvider, webrtcVadProvider(2)];
 
 console.log(`bench/stages.ts — ${new Date().toISOString()}, load average ${load()}`);

@@ -1,38 +1,35 @@
-// Voice-to-voice latency of the offline pipeline: the end of the caller's speech → the first
-// non-silent agent audio at the client, over N spoken turns of one call, with the server's stage
-// breakdown (end-of-turn wait, transcription, first token, first synthesised audio), its CPU, and
-// barge-in (how fast the agent falls silent when the caller speaks over it).
-// Usage: node --import tsx bench/voice.ts [--turns 20] [--model parley-offline]
+// Voice-to-voice latency of the offline pipeline at the caller: from the end of the caller's speech to
+// the agent's first loud audio, over spoken turns of N simultaneous calls (libwebrtc callers), with
+// the server's stage split, false ends of turn (a question cut into more than one turn) and CPU;
+// with one call, barge-in too (how fast the agent falls silent when the caller speaks over it).
+// The questions are bench/lib/sentences.ts, pauses included, in turn.
+//
+//   node --import tsx bench/voice.ts [--calls 1,2] [--turns 16] [--env KEY=VALUE ...]
+//   node --import tsx bench/voice.ts --env VAD=webrtc --env VAD_SILENCE_MS=500 --env PREPARE_REPLY_AFTER_MS=0   # the pipeline before issue 14
+import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
 import { startServer } from '../test/helpers/server.ts';
 import { speak } from '../test/helpers/speech.ts';
-import { cpuSeconds, mean, openTalker, percentile } from './lib/talker.ts';
+import { SENTENCES } from './lib/sentences.ts';
+import { cpuSeconds, mean, openTalker, percentile, type Talker } from './lib/talker.ts';
 
-const argv = process.argv;
-const turns = Number(argv[argv.indexOf('--turns') + 1] || 20) || 20;
-const model = argv.includes('--model') ? argv[argv.indexOf('--model') + 1]! : 'parley-offline';
+const { values } = parseArgs({
+  options: {
+    calls: { type: 'string', default: '1,2' },
+    turns: { type: 'string', default: '16' },
+    env: { type: 'string', multiple: true, default: [] },
+    model: { type: 'string', default: 'parley-offline' },
+  },
+});
+const steps = values.calls!.split(',').map(Number);
+const turns = Number(values.turns);
+const env = Object.fromEntries(values.env!.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const questions = SENTENCES.map((text) => speak(text));
 
-const server = await startServer({ LOG_LEVEL: 'warn' });
-const question = speak('what time is it');
-try {
-  const talker = await openTalker(server, model);
-  const v2v: number[] = [];
-  const stages: Record<string, number[]> = {};
-  const cpuStart = cpuSeconds(server.proc.pid!);
-  const wallStart = performance.now();
-  for (let i = 0; i < turns; i++) {
-    const r = await talker.turn(question);
-    if (!r) {
-      console.log(`turn ${i + 1}: no reply audio`);
-      continue;
-    }
-    v2v.push(r.voiceToVoiceMs);
-    for (const [k, ms] of Object.entries(r.timings)) (stages[k] ??= []).push(ms);
-  }
-  const cpu = (100 * (cpuSeconds(server.proc.pid!) - cpuStart)) / ((performance.now() - wallStart) / 1000);
-
-  // Barge-in: while a long typed reply plays, the caller says "stop".
-  const bargeIn: number[] = [];
+/** Barge-in: while a long typed reply plays, the caller says "stop"; until the agent's audio stops at the caller. */
+async function bargeIn(talker: Talker): Promise<number[]> {
+  const out: number[] = [];
   const interrupter = speak('stop');
   // The clip starts with silence: the caller's speech begins where it first gets loud.
   let onsetMs = 0;
@@ -47,25 +44,66 @@ try {
     loudTimes.length = 0;
     void mic.say(interrupter);
     await sleep(2000);
-    // The agent stopped at the last loud frame before the first gap of 200 ms (its answer to
-    // "stop" may follow later).
+    // The agent stopped at the last loud frame before the first gap of 100 ms (its answer to "stop"
+    // comes later, after the end of that turn).
     let stoppedAt = spokeAt;
     for (const t of loudTimes) {
-      if (t - stoppedAt > 200 && stoppedAt > spokeAt) break;
+      if (t - stoppedAt > 100 && stoppedAt > spokeAt) break;
       stoppedAt = t;
     }
-    if (client.events.slice(from).some((e) => e.type === 'response.interrupted')) bargeIn.push(stoppedAt - spokeAt);
-    await sleep(500);
+    if (client.events.slice(from).some((e) => e.type === 'response.interrupted')) out.push(stoppedAt - spokeAt);
+    await sleep(1500);
   }
-  talker.close();
+  return out;
+}
 
-  console.log(`\nvoice-to-voice, model ${model}, ${v2v.length}/${turns} turns (${new Date().toISOString()})`);
-  console.log(`end of speech → first agent audio at the client: p50 ${Math.round(percentile(v2v, 50))} ms, p95 ${Math.round(percentile(v2v, 95))} ms`);
-  for (const [k, xs] of Object.entries(stages)) console.log(`  ${k}: mean ${Math.round(mean(xs))} ms, p95 ${Math.round(percentile(xs, 95))} ms`);
-  console.log(`server CPU while talking (one call): ${cpu.toFixed(1)} % of one core`);
-  if (bargeIn.length) {
-    console.log(`barge-in, caller starts speaking → agent audio stops at the client (${bargeIn.length} runs): p50 ${Math.round(percentile(bargeIn, 50))} ms, max ${Math.round(Math.max(...bargeIn))} ms`);
+const server = await startServer({ LOG_LEVEL: 'warn', MAX_CONCURRENT_CALLS: '100', ...env });
+const rows: string[] = [];
+let barge: number[] = [];
+try {
+  for (const n of steps) {
+    const talkers = await Promise.all(Array.from({ length: n }, () => openTalker(server, values.model!)));
+    const cpuStart = cpuSeconds(server.proc.pid!);
+    const wallStart = performance.now();
+    const results = await Promise.all(
+      talkers.map(async (t, i) => {
+        await sleep(i * 150); // the callers do not speak in lockstep
+        const v2v: number[] = [];
+        const stages: Record<string, number[]> = {};
+        let falseEnds = 0;
+        for (let k = 0; k < turns; k++) {
+          const from = t.client.events.length;
+          const r = await t.turn(questions[(k + i) % questions.length]!);
+          // More than one end of turn before the reply: the question was cut.
+          const replyAt = t.client.events.findIndex((e, j) => j >= from && e.type === 'response.audio.started');
+          const ends = t.client.events.slice(from, replyAt < 0 ? undefined : replyAt).filter((e) => e.type === 'input_audio_buffer.speech_stopped').length;
+          falseEnds += Math.max(0, ends - 1);
+          if (!r) continue;
+          v2v.push(r.voiceToVoiceMs);
+          for (const [key, ms] of Object.entries(r.timings)) (stages[key] ??= []).push(ms);
+        }
+        return { v2v, stages, falseEnds };
+      }),
+    );
+    const cpu = (100 * (cpuSeconds(server.proc.pid!) - cpuStart)) / ((performance.now() - wallStart) / 1000);
+    if (n === 1) barge = await bargeIn(talkers[0]!);
+    for (const t of talkers) t.close();
+    const all = results.flatMap((r) => r.v2v);
+    const stage = (key: string) => Math.round(mean(results.flatMap((r) => r.stages[key] ?? [])));
+    rows.push(
+      `| ${n} | ${all.length}/${n * turns} | ${Math.round(percentile(all, 50))} | ${Math.round(percentile(all, 95))} | ` +
+        `${stage('end_of_turn_wait_ms')} | ${stage('transcription_ms')} | ${stage('first_token_ms')} | ${stage('synthesis_ms')} | ${stage('voice_to_voice_ms')} | ` +
+        `${results.reduce((s, r) => s + r.falseEnds, 0)} | ${cpu.toFixed(0)} |`,
+    );
+    await sleep(1000);
   }
 } finally {
   await server.stop();
 }
+
+console.log(`\nvoice-to-voice, model ${values.model}, ${Object.keys(env).length ? `env ${JSON.stringify(env)}` : 'default settings'}, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}, ${new Date().toISOString()}\n`);
+console.log('| talking calls | turns answered | at the caller p50 ms | p95 ms | end-of-turn wait | transcription | first token | first audio | server voice-to-voice | false ends of turn | server CPU % of a core |');
+console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+for (const r of rows) console.log(r);
+console.log('(stage columns: server means in ms, from the timings of response.audio.started)');
+if (barge.length) console.log(`\nbarge-in, one call: the caller starts speaking → the agent's audio stops at the caller (${barge.length} runs): p50 ${Math.round(percentile(barge, 50))} ms, max ${Math.round(Math.max(...barge))} ms`);
