@@ -116,11 +116,6 @@ export class Reply {
   }
 
 
-  /** The assistant message this reply speaks, once it has one. */
-  get messageId(): string | undefined {
-    return this.message?.id;
-  }
-
   start(): void {
     this.out(() => this.opts.ctx.emit({ type: 'response.created', response: this.info() }));
     void this.run().catch((err: Error) => this.finish('failed', `internal: ${err.message}`));

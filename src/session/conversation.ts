@@ -64,11 +64,6 @@ export class Conversation {
     return this.list.find((i) => i.id === id);
   }
 
-  /** The id of the last item, or null when empty. */
-  get lastId(): string | null {
-    return this.list.at(-1)?.id ?? null;
-  }
-
   /**
    * Adds an item: at the end (`after` undefined), first (`after` null or 'root'), or after the item
    * with that id. Fails when the id is taken or `after` names no item.

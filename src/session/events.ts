@@ -60,5 +60,3 @@ export type CallEvent =
   | { type: 'output_audio.cleared'; responseId: string | null }
   // Something failed or was refused. `eventId`: the client event that caused it.
   | { type: 'error'; kind: ErrorKind; code: string; message: string; param?: string | null; eventId?: string; detail?: unknown };
-
-export type CallEventOf<T extends CallEvent['type']> = Extract<CallEvent, { type: T }>;

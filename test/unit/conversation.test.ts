@@ -19,7 +19,7 @@ describe('Conversation', () => {
     assert.match(!missing.ok ? missing.message : '', /nope/);
     assert.equal(c.delete('c'), true);
     assert.equal(c.delete('c'), false);
-    assert.equal(c.lastId, 'b');
+    assert.deepEqual(c.items.map((i) => i.id), ['d', 'a', 'b']);
   });
 
   test('truncation keeps the words spoken before audio_end_ms, clause by clause and in proportion', () => {

@@ -35,7 +35,7 @@ export interface ClientProtocol {
   receive(text: string): void;
   /** An event of the call, to send in this protocol's words or leave out. */
   deliver(event: CallEvent): void;
-  /** The session changed outside the client's own update (none today); kept for symmetry. */
+  /** The call ended (its reason, e.g. idle_timeout): the protocol's goodbye, if it has one. */
   ended(reason: string): void;
 }
 

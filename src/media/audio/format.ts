@@ -1,7 +1,6 @@
 // The audio format inside Parley: 48 kHz mono signed 16-bit PCM in 20 ms frames (960 samples), both
 // from the caller (decoded Opus) and to the caller (the agent's speech, encoded by the sender).
 export const SAMPLE_RATE = 48_000;
-export const FRAME_MS = 20;
 export const FRAME_SAMPLES = 960;
 
 /** Where an agent's speech goes: a queue the call drains at 20 ms per frame onto the RTP stream. */
