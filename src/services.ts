@@ -8,7 +8,9 @@ import { TokenService } from './auth/tokens.js';
 import { createAgents } from './agent/agents.js';
 import type { AgentRegistry } from './agent/registry.js';
 import { CallManager } from './calls/callManager.js';
+import { CandidateFilter, ownMediaAddresses } from './calls/candidateFilter.js';
 import { Metrics } from './observability/metrics.js';
+import { ReadinessChecks } from './observability/readiness.js';
 import { libDataChannelFactory } from './calls/peer/libdatachannel.js';
 import { weriftFactory } from './calls/peer/werift.js';
 import type { PeerFactory } from './calls/peer/types.js';
@@ -18,12 +20,15 @@ import { serverIceServers } from './ice/serverIceServers.js';
 import { embeddedStunUrl, startStunServer, stunUrlsOfTurnServers, type StunServer } from './ice/stunServer.js';
 import { ConversationStore } from './storage/conversations.js';
 import { openBus, type InvalidationBus } from './storage/bus.js';
-import { openDatabase, type Db } from './storage/db.js';
+import { databaseHealth, openDatabase, type DatabaseLog, type Db, type OpenDatabase } from './storage/db.js';
 import { migrate } from './storage/migrations.js';
+import { NodeLiveness } from './storage/nodeLiveness.js';
+import { NodeStore, loadOrCreateNodeId } from './storage/nodes.js';
 
 /** Storage and key material: what the CLI needs too. */
 export interface Store {
   db: Db;
+  database: OpenDatabase;
   apiKeys: ApiKeyStore;
   signingKeys: SigningKeyStore;
   conversations: ConversationStore;
@@ -32,16 +37,18 @@ export interface Store {
   bus: InvalidationBus;
 }
 
-export async function openStore(config: Config): Promise<Store> {
+export async function openStore(config: Config, log?: DatabaseLog): Promise<Store> {
   const needsLocal = !config.API_KEY_PEPPER || !config.TURN_SECRETS;
   const local = needsLocal ? loadOrCreateLocalSecrets(config.DATA_DIR) : undefined;
   const pepper = config.API_KEY_PEPPER ?? local!.apiKeyPepper;
-  const db = await openDatabase(config.DATABASE_URL);
+  const database = await openDatabase(config.DATABASE_URL, log);
+  const { db } = database;
   await migrate(db);
   const signingKeys = new SigningKeyStore(db, pepper);
   await signingKeys.init();
   return {
     db,
+    database,
     apiKeys: new ApiKeyStore(db, pepper),
     signingKeys,
     conversations: new ConversationStore(db),
@@ -58,6 +65,9 @@ export interface Services extends Store {
   agents: AgentRegistry;
   ice: IceConfigOptions;
   metrics: Metrics;
+  /** /readyz: other parts register their checks here (TURN, speech engines…). */
+  readiness: ReadinessChecks;
+  nodeId: string;
   close(): Promise<void>;
 }
 
@@ -67,15 +77,25 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     ? await startStunServer({ host: config.STUN_BIND || config.HOST, port: config.STUN_PORT })
     : undefined;
   if (stun) log.info({ stun: stun.address }, 'embedded STUN server listening');
-  const store = await openStore(config);
-  const keyCache = new ApiKeyCache(store.apiKeys, config.KEY_CACHE_TTL_MS);
+  const store = await openStore(config, log);
+  const readiness = new ReadinessChecks();
+  readiness.register('database', databaseHealth(store.database));
+  const keyCache = new ApiKeyCache(store.apiKeys, config.KEY_CACHE_TTL_MS, config.KEY_CACHE_STALE_MS, store.database.availability);
   keyCache.start();
-  await store.bus
-    .subscribe((message) => {
+  const reloadSigningKeys = () => void store.signingKeys.reload().catch(() => {});
+  store.bus.subscribe(
+    (message) => {
       if (message.kind === 'key-revoked') keyCache.invalidate();
-      else void store.signingKeys.reload().catch(() => {});
-    })
-    .catch((err: Error) => log.warn({ err: err.message }, 'Redis unreachable: revocations reach this node only through KEY_CACHE_TTL_MS'));
+      else reloadSigningKeys();
+    },
+    () => {
+      // Back after a Redis outage: notices sent meanwhile are lost, so start over from the store.
+      log.info('Redis reachable again: key caches reloaded');
+      keyCache.invalidate();
+      reloadSigningKeys();
+    },
+  );
+  if (config.REDIS_URL) readiness.register('redis', store.bus);
   // Another node (or the CLI) may rotate the signing key: pick the new one up.
   const reloadTimer = setInterval(() => void store.signingKeys.reload().catch(() => {}), 30_000);
   reloadTimer.unref();
@@ -101,12 +121,35 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
   };
   const metrics = new Metrics();
   const agents = createAgents(config, log);
-  const calls = new CallManager(peers, store.conversations, (params) => agents.registry.factoryFor(params), {
-    connectTimeoutMs: config.CALL_CONNECT_TIMEOUT_MS,
-    idleTimeoutMs: config.CALL_IDLE_TIMEOUT_MS,
-    maxDurationMs: config.CALL_MAX_DURATION_MS,
-    maxConcurrentCalls: config.MAX_CONCURRENT_CALLS,
-  }, log, metrics);
+  const nodeId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
+  const liveness = new NodeLiveness(
+    new NodeStore(store.db),
+    store.conversations,
+    store.database.availability,
+    { nodeId, heartbeatMs: config.NODE_HEARTBEAT_MS, lostAfterMs: config.NODE_LOST_AFTER_MS },
+    log,
+  );
+  await liveness.start();
+  const calls = new CallManager({
+    peers,
+    conversations: store.conversations,
+    agentFor: (params) => agents.registry.factoryFor(params),
+    limits: {
+      connectTimeoutMs: config.CALL_CONNECT_TIMEOUT_MS,
+      idleTimeoutMs: config.CALL_IDLE_TIMEOUT_MS,
+      maxDurationMs: config.CALL_MAX_DURATION_MS,
+      maxConcurrentCalls: config.MAX_CONCURRENT_CALLS,
+    },
+    nodeId,
+    candidates: new CandidateFilter({
+      allow: config.ICE_CANDIDATE_ALLOW,
+      deny: config.ICE_CANDIDATE_DENY,
+      ownAddresses: ownMediaAddresses(config.ICE_BIND_ADDRESS),
+    }),
+    log,
+    metrics,
+  });
+  readiness.register('node', () => (calls.isDraining ? { state: 'failed', detail: 'shutting down' } : { state: 'ready' }));
   return {
     ...store,
     config,
@@ -114,6 +157,8 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     tokens,
     calls,
     metrics,
+    readiness,
+    nodeId,
     agents: agents.registry,
     ice: {
       stunUrls:
@@ -124,6 +169,7 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     },
     async close() {
       clearInterval(reloadTimer);
+      await liveness.stop();
       await keyCache.stop();
       await agents.close();
       await store.bus.close();

@@ -1,9 +1,11 @@
-// Creates calls from offers, enforces the node's call limits and drains calls on shutdown.
+// Creates calls from offers (their candidates filtered first), enforces the node's call limits,
+// records which node carries each call, and drains calls on shutdown.
 import type { FastifyBaseLogger } from 'fastify';
 import type { AgentFactory, ConversationTurn } from '../agent/types.js';
 import { randomId } from '../auth/ids.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { ConversationStore } from '../storage/conversations.js';
+import type { CandidateFilter } from './candidateFilter.js';
 import { CallSession, type CallTimeouts } from './callSession.js';
 import type { PeerFactory, RemoteCandidate } from './peer/types.js';
 import type { OfferPlan } from './sdpOffer.js';
@@ -24,6 +26,18 @@ export interface CallLimits extends CallTimeouts {
   maxConcurrentCalls: number;
 }
 
+export interface CallManagerOptions {
+  peers: PeerFactory;
+  conversations: ConversationStore;
+  agentFor: (params: SessionParams) => AgentFactory;
+  limits: CallLimits;
+  /** The node recorded as carrying the calls. */
+  nodeId: string;
+  candidates: CandidateFilter;
+  log: FastifyBaseLogger;
+  metrics: Metrics;
+}
+
 /** The WebRTC stack refused the offer (a client error, answered 422). */
 export class OfferRejected extends Error {}
 
@@ -36,34 +50,32 @@ export class CallManager {
   private starting = 0;
   private draining = false;
 
-  constructor(
-    private readonly peers: PeerFactory,
-    private readonly conversations: ConversationStore,
-    private readonly agentFor: (params: SessionParams) => AgentFactory,
-    private readonly limits: CallLimits,
-    private readonly log: FastifyBaseLogger,
-    private readonly metrics?: Metrics,
-  ) {}
+  constructor(private readonly opts: CallManagerOptions) {}
 
   get activeCount(): number {
     return this.calls.size;
   }
 
-  get(id: string): CallSession | undefined {
-    return this.calls.get(id);
+  /** True from the start of a shutdown drain: new work is refused. */
+  get isDraining(): boolean {
+    return this.draining;
   }
 
   /** Answers the offer and starts the call. */
   async create(req: CallRequest): Promise<{ answerSdp: string; conversationId: string }> {
+    const { metrics, log } = this.opts;
     if (this.draining) throw new CallCapacityExceeded('The server is shutting down; try another node.');
-    if (this.calls.size + this.starting >= this.limits.maxConcurrentCalls) {
+    if (this.calls.size + this.starting >= this.opts.limits.maxConcurrentCalls) {
       throw new CallCapacityExceeded('This server is at its limit of concurrent calls; retry shortly.');
     }
     this.starting++;
-    const stopTimer = this.metrics?.answerSeconds.startTimer();
+    const stopTimer = metrics.answerSeconds.startTimer();
     try {
       const id = randomId('conv_');
-      const peer = this.peers.create(id);
+      const offer = this.opts.candidates.filterOffer(req.offerSdp, req.candidates);
+      for (const d of offer.dropped) metrics.iceCandidatesDropped.inc({ reason: d.reason });
+      log.debug({ conversation: id, given: offer.given, dropped: offer.dropped }, 'remote candidates given to the WebRTC stack');
+      const peer = this.opts.peers.create(id);
       const session = new CallSession({
         id,
         threadId: req.resume?.threadId ?? id,
@@ -71,17 +83,18 @@ export class CallManager {
         plan: req.plan,
         params: req.params,
         history: req.resume?.history ?? [],
-        agentFor: this.agentFor,
-        conversations: this.conversations,
-        timeouts: this.limits,
-        log: this.log,
+        agentFor: this.opts.agentFor,
+        conversations: this.opts.conversations,
+        timeouts: this.opts.limits,
+        log,
       });
+      metrics.callSessions.track(session);
       let answerSdp: string;
       try {
         answerSdp = await peer.answer({
-          offerSdp: req.offerSdp,
+          offerSdp: offer.sdp,
           plan: req.plan,
-          candidates: req.candidates,
+          candidates: offer.candidates,
           audioSsrc: session.audioSsrc,
           receiveVideo: req.params.modalities.includes('video'),
         });
@@ -89,25 +102,45 @@ export class CallManager {
         void session.end('failed', 'offer_rejected');
         throw new OfferRejected((err as Error).message);
       }
-      await this.conversations.create({ id, apiKeyId: req.apiKeyId, threadId: req.resume?.threadId ?? id, endUser: req.endUser, params: req.params });
+      try {
+        await this.opts.conversations.create({
+          id,
+          apiKeyId: req.apiKeyId,
+          threadId: req.resume?.threadId ?? id,
+          endUser: req.endUser,
+          params: req.params,
+          nodeId: this.opts.nodeId,
+        });
+      } catch (err) {
+        // No record, no call (the client gets 503 and retries).
+        void session.end('failed', 'not_recorded');
+        throw err;
+      }
+      if (this.draining) {
+        void session.end('failed', 'server_shutdown');
+        throw new CallCapacityExceeded('The server is shutting down; try another node.');
+      }
       this.calls.set(id, session);
-      this.metrics?.activeCalls.set(this.calls.size);
-      stopTimer?.();
+      metrics.activeCalls.set(this.calls.size);
+      stopTimer();
       session.onEnd((s) => {
         this.calls.delete(s.id);
-        this.metrics?.activeCalls.set(this.calls.size);
-        this.metrics?.callsEnded.inc({ state: s.state, reason: s.endReason ?? 'unknown' });
+        metrics.activeCalls.set(this.calls.size);
+        metrics.callsEnded.inc({ state: s.state, reason: s.endReason ?? 'unknown' });
       });
-      this.log.info({ conversation: id }, 'call created');
+      log.info({ conversation: id }, 'call created');
       return { answerSdp, conversationId: id };
     } finally {
       this.starting--;
     }
   }
 
-  /** Stops taking calls and ends every live one (server shutdown); resolves once all are recorded. */
+  /**
+   * Stops taking calls and ends every live one (server shutdown); resolves once all are recorded.
+   * A call that never connected is recorded failed, like one that timed out connecting.
+   */
   async drain(reason = 'server_shutdown'): Promise<void> {
     this.draining = true;
-    await Promise.all([...this.calls.values()].map((c) => c.end('ended', reason)));
+    await Promise.all([...this.calls.values()].map((c) => c.end(c.state === 'connecting' ? 'failed' : 'ended', reason)));
   }
 }

@@ -1,5 +1,7 @@
-// Prometheus metrics for operators (GET /metrics): calls, their outcomes, answer latency, tokens.
+// Prometheus metrics for operators (GET /metrics): calls, their outcomes, answer latency, tokens,
+// call sessions still in memory, ICE candidates refused.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { LiveObjects } from './liveObjects.js';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -17,6 +19,20 @@ export class Metrics {
     registers: [this.registry],
   });
   readonly tokensIssued = new Counter({ name: 'parley_tokens_issued_total', help: 'Ephemeral tokens minted', registers: [this.registry] });
+  /** CallSession objects not yet garbage-collected: returns to 0 once calls end (a leak never does). */
+  readonly callSessions = new LiveObjects();
+  readonly callSessionsAlive: Gauge = new Gauge({
+    name: 'parley_call_sessions_alive',
+    help: 'CallSession objects still in memory (forces a full GC first when the process runs with --expose-gc)',
+    registers: [this.registry],
+    collect: async (): Promise<void> => this.callSessionsAlive.set(await this.callSessions.alive()),
+  });
+  readonly iceCandidatesDropped = new Counter({
+    name: 'parley_ice_candidates_dropped_total',
+    help: "Remote ICE candidates (offer.candidates or the SDP's a=candidate lines) refused by the candidate filter, by reason",
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'parley_' });
