@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import wrtc from '@roamhq/wrtc';
+import { SDP_JUNK, mutateSdp, rng } from '../test/helpers/sdpFuzz.ts';
 import { http, mintToken, startServer } from '../test/helpers/server.ts';
 import '../test/helpers/rtcClient.ts';
 
@@ -36,14 +37,15 @@ async function probe(group: string, what: string, path: string, opts: Parameters
 }
 
 /** Sends raw bytes, returns the status of the answer (or how the connection ended). */
-function raw(bytes: string | Buffer, trickleMs = 0): Promise<Outcome> {
+function raw(request: string | Buffer, trickleMs = 0): Promise<Outcome> {
   const { port } = new URL(base);
+  const bytes = Buffer.from(request);
   return new Promise((resolve) => {
     let text = '';
     const socket = connect({ host: '127.0.0.1', port: Number(port) }, () => {
       if (!trickleMs) return void socket.write(bytes);
       let i = 0;
-      const timer = setInterval(() => (i < bytes.length && !socket.destroyed ? socket.write(bytes.subarray(i, ++i) as Buffer) : clearInterval(timer)), trickleMs);
+      const timer = setInterval(() => (i < bytes.length && !socket.destroyed ? socket.write(bytes.subarray(i, ++i)) : clearInterval(timer)), trickleMs);
     });
     socket.on('data', (d) => {
       text += d;
@@ -126,22 +128,11 @@ pc.addTransceiver('video', { direction: 'sendonly' });
 pc.createDataChannel('orga-realtime-client-events');
 const offerSdp: string = (await pc.createOffer()).sdp.replace(/^a=candidate:.*\r\n/gm, '');
 pc.close();
-let seed = 7;
-const random = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+const random = rng(7);
 const lines = offerSdp.split('\r\n');
-const junk = ['a=mid:', 'm=audio 0 RTP/AVP', 'a=rtpmap:111 opus/48000/2', 'a=fingerprint:sha-256 00', 'a=group:BUNDLE 9 9 9', 'm=text 9 UDP/TLS/RTP/SAVPF 98', 'a=candidate:x', '\u0000\u00ff', 'a=ssrc:-1 cname:x', 'c=IN IP6 ::1', 'a=sctp-port:0', 'a=candidate:1 1 udp 1 224.0.0.1 9 typ host', 'a=candidate:1 1 udp 1 169.254.169.254 80 typ host', 'a=candidate:1 1 udp 1 10.0.0.1 53 typ host', 'a=candidate:1 1 udp 1 printer.local 9 typ host'];
+const junk = [...SDP_JUNK, 'a=candidate:1 1 udp 1 224.0.0.1 9 typ host', 'a=candidate:1 1 udp 1 169.254.169.254 80 typ host', 'a=candidate:1 1 udp 1 10.0.0.1 53 typ host', 'a=candidate:1 1 udp 1 printer.local 9 typ host'];
 for (let i = 0; i < 400; i++) {
-  const mutated = [...lines];
-  for (let e = 0, edits = 1 + Math.floor(random() * 4); e < edits; e++) {
-    const at = Math.floor(random() * mutated.length);
-    const kind = Math.floor(random() * 5);
-    if (kind === 0) mutated.splice(at, 1);
-    else if (kind === 1) mutated.splice(at, 0, mutated[Math.floor(random() * mutated.length)]!);
-    else if (kind === 2) mutated[at] = (mutated[at] ?? '').slice(0, Math.floor(random() * 20));
-    else if (kind === 3) mutated.splice(at, 0, junk[Math.floor(random() * junk.length)]!);
-    else mutated[at] = (mutated[at] ?? '').replace(/\d+/, String(Math.floor(random() * 1e6)));
-  }
-  await probe('SDP fuzz', `mutation ${i}`, '/v1/realtime/calls', { token, body: { offer: { sdp: mutated.join('\r\n'), type: 'offer', candidates: [] }, params: { model: 'audio-echo' } } });
+  await probe('SDP fuzz', `mutation ${i}`, '/v1/realtime/calls', { token, body: { offer: { sdp: mutateSdp(lines, random, junk), type: 'offer', candidates: [] }, params: { model: 'audio-echo' } } });
 }
 const flood = (n: number, address: string) => offerSdp.replace(/^(a=mid:.*\r\n)/m, (mid) => mid + Array.from({ length: n }, (_, i) => `a=candidate:${i} 1 udp 1 ${address} ${1024 + i} typ host\r\n`).join(''));
 for (const [n, address] of [[64, '239.255.255.250'], [65, '127.0.0.1'], [3000, '10.0.0.1'], [3000, '0.0.0.0']] as const) {
