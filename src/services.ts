@@ -44,7 +44,7 @@ export async function openStore(config: Config, log?: DatabaseLog): Promise<Stor
   const database = await openDatabase(config.DATABASE_URL, log);
   const { db } = database;
   await migrate(db);
-  const signingKeys = new SigningKeyStore(db, pepper);
+  const signingKeys = new SigningKeyStore(db, pepper, database.availability);
   await signingKeys.init();
   return {
     db,

@@ -63,6 +63,10 @@ describe('PostgreSQL stops and starts under a running node', () => {
     assertUnavailable(await record(server, call.conversationId), 'conversation read');
     const unknownKey = 'sk_parley_ai_' + 'x'.repeat(40);
     assertUnavailable(await http(server.baseUrl, '/v1/realtime/client-secrets', { method: 'POST', token: unknownKey }), 'a key never seen');
+    // A token naming a signing key this node has not loaded cannot be judged without the store.
+    const [, payload, signature] = token.split('.');
+    const otherKid = `${Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid: 'sk-rotated-elsewhere' })).toString('base64url')}.${payload}.${signature}`;
+    for (let i = 0; i < 2; i++) assertUnavailable(await http(server.baseUrl, '/v1/realtime/ice-config', { token: otherKid }), 'an unknown signing key');
 
     // The live call goes on, and its hang-up is kept until the database is back.
     call.send({ type: 'session.update', session: { voice: 'Juan' } });
@@ -77,6 +81,7 @@ describe('PostgreSQL stops and starts under a running node', () => {
     assert.equal(rec.body.end_reason, 'hangup');
     const unknownAfter = await http(server.baseUrl, '/v1/realtime/client-secrets', { method: 'POST', token: unknownKey });
     assert.equal(unknownAfter.status, 401, JSON.stringify(unknownAfter.body));
+    assert.equal((await http(server.baseUrl, '/v1/realtime/ice-config', { token: otherKid })).status, 401);
     const again = await openCall(server.baseUrl, await mintToken(server.baseUrl, server.devKey), { params: { model: 'audio-echo' } });
     try {
       await again.waitConnected();

@@ -67,7 +67,7 @@ export class TokenService {
     return { token: sign(claims), claims };
   }
 
-  /** The token's claims, or null for anything not a live token of ours. Never throws. */
+  /** The token's claims, or null for anything not a live token of ours; rejects only with StoreUnavailable. */
   async verify(token: string): Promise<TokenClaims | null> {
     const known = this.verifyWithLoadedKeys(token);
     if (known !== undefined) return known;

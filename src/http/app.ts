@@ -29,7 +29,6 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
     loggerInstance: logger || undefined,
     bodyLimit: BODY_LIMIT,
     serverFactory: (handler) => createHttpServer({ headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS }, handler),
-    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
     clientErrorHandler: answerClientError,
     // Per-request logs would be the hot path's biggest cost; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
