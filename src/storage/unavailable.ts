@@ -17,9 +17,10 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
 
 /**
  * PostgreSQL SQLSTATEs of a server that cannot serve now: connection exceptions (08), shutdown or
- * start-up (57P01-57P03), exhausted resources such as disk or connections (53), system errors (58).
+ * start-up (57P01-57P03), a statement cancelled by its timeout (57014), exhausted resources such as
+ * disk or connections (53), system errors (58).
  */
-const PG_UNAVAILABLE = /^(08|53|58|57P0[123])/;
+const PG_UNAVAILABLE = /^(08|53|58|57P0[123]|57014)/;
 
 /** node-postgres' own errors for a connection that died or never came. */
 const PG_CONNECTION_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|not queryable|Query read timeout|connection timeout/i;
