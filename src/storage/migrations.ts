@@ -49,8 +49,9 @@ const migrations: Record<string, Migration> = {
     },
   },
   // Which node carries each call, and the nodes' heartbeats: a crashed node's calls are recorded
-  // failed (node_lost) by its next start or by the other nodes.
-  '0002_nodes': {
+  // failed (node_lost) by its next start or by the other nodes. (0002 is main's
+  // client_secret_sessions; migrations apply in name order.)
+  '0003_nodes': {
     async up(db: Kysely<any>) {
       await db.schema
         .createTable('nodes')
