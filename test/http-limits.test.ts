@@ -110,7 +110,7 @@ describe('HTTP limits', () => {
     const r = await http(server.baseUrl, '/v1/realtime/calls', { token, rawBody: `{"offer":{},"params":${'{"a":'.repeat(30)}1${'}'.repeat(30)}}` });
     assert.equal(r.status, 422);
     assert.notEqual(r.body.detail[0].type, 'json_invalid');
-    assert.match(server.stderr(), /request body nested too deep/);
+    await until('the log line', () => server.stderr(), (text) => /request body nested too deep/.test(text));
     assert.doesNotMatch(server.stderr(), /unhandled error/);
   });
 

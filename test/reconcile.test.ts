@@ -41,7 +41,7 @@ describe('a single node (SQLite) killed mid-call and started again', () => {
     assert.equal(rec.state, 'failed', 'recorded before the node answers its first request');
     assert.equal(rec.end_reason, 'node_lost');
     assert.ok(rec.ended_at);
-    assert.match(server.stderr(), /calls left unfinished by this node's previous run recorded failed/);
+    await until('the log line', () => server.stderr(), (text) => /calls left unfinished by this node's previous run recorded failed/.test(text));
   });
 });
 
