@@ -1,4 +1,5 @@
 // A Parley node: configuration in, HTTP service up, one ready line out, clean shutdown on signals.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { destination, pino } from 'pino';
 import type { Config } from './config/env.js';
 import { buildApp } from './http/app.js';
@@ -34,14 +35,14 @@ export async function serve(config: Config): Promise<void> {
     log.info({ signal }, 'shutting down');
     // Whatever hangs (a peer that never closes, the store), the process still leaves.
     setTimeout(() => {
-      log.error('shutdown took more than 15 s; exiting anyway');
+      log.error('shutdown took more than 15 s past its grace period; exiting anyway');
       process.exit(1);
-    }, 15_000).unref();
-    // Drain: no new calls (503), live calls get session.ended and are closed and recorded.
-    const drained = services.calls.drain('server_shutdown');
-    const closed = app.close();
-    await drained;
-    await closed;
+    }, 15_000 + config.SHUTDOWN_GRACE_MS).unref();
+    // Drain: every request but /healthz, /readyz and /metrics gets 503 (the port stays open), live
+    // calls get session.ended and are closed and recorded; then the grace period, then the port closes.
+    await services.calls.drain('server_shutdown');
+    if (config.SHUTDOWN_GRACE_MS) await sleep(config.SHUTDOWN_GRACE_MS);
+    await app.close();
     await services.close();
     // Not libdatachannel's cleanup(): it was seen to deadlock the main thread while closing tracks
     // (beyond the reach of any timer); every peer is closed by now and exit frees the rest.

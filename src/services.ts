@@ -6,10 +6,13 @@ import { loadOrCreateLocalSecrets } from './auth/localSecrets.js';
 import { SigningKeyStore } from './auth/signingKeys.js';
 import { TokenService } from './auth/tokens.js';
 import { createAgents } from './agent/agents.js';
+import type { EngineHealth } from './agent/health.js';
 import { endpointingDefaults } from './agent/providers.js';
 import type { AgentRegistry } from './agent/registry.js';
 import { CallManager } from './calls/callManager.js';
+import { CandidateFilter, ownMediaAddresses } from './calls/candidateFilter.js';
 import { Metrics } from './observability/metrics.js';
+import { ReadinessChecks, type Health } from './observability/readiness.js';
 import { libDataChannelFactory } from './calls/peer/libdatachannel.js';
 import { weriftFactory } from './calls/peer/werift.js';
 import type { PeerFactory } from './calls/peer/types.js';
@@ -19,18 +22,20 @@ import { serverIceServers } from './ice/serverIceServers.js';
 import { embeddedStunUrl, startStunServer, stunUrlsOfTurnServers, type StunServer } from './ice/stunServer.js';
 import { openAiProtocol } from './calls/protocol/openai.js';
 import { orgaProtocol } from './calls/protocol/orga.js';
-import type { ProtocolFactory, ProtocolName } from './calls/protocol/types.js';
 import type { SessionDefaults } from './session/session.js';
 import { ClientSecretSessionStore } from './storage/clientSecretSessions.js';
-import { TurnService } from './ice/turnService.js';
+import { TurnService, type TurnHealth } from './ice/turnService.js';
 import { ConversationStore } from './storage/conversations.js';
 import { openBus, type InvalidationBus } from './storage/bus.js';
-import { openDatabase, type Db } from './storage/db.js';
+import { databaseHealth, openDatabase, type DatabaseLog, type Db, type OpenDatabase } from './storage/db.js';
 import { migrate } from './storage/migrations.js';
+import { NodeLiveness } from './storage/nodeLiveness.js';
+import { NodeStore, loadOrCreateNodeId } from './storage/nodes.js';
 
 /** Storage and key material: what the CLI needs too. */
 export interface Store {
   db: Db;
+  database: OpenDatabase;
   apiKeys: ApiKeyStore;
   signingKeys: SigningKeyStore;
   conversations: ConversationStore;
@@ -40,16 +45,18 @@ export interface Store {
   bus: InvalidationBus;
 }
 
-export async function openStore(config: Config): Promise<Store> {
+export async function openStore(config: Config, log?: DatabaseLog): Promise<Store> {
   const needsLocal = !config.API_KEY_PEPPER || !config.TURN_SECRETS;
   const local = needsLocal ? loadOrCreateLocalSecrets(config.DATA_DIR) : undefined;
   const pepper = config.API_KEY_PEPPER ?? local!.apiKeyPepper;
-  const db = await openDatabase(config.DATABASE_URL);
+  const database = await openDatabase(config.DATABASE_URL, log);
+  const { db } = database;
   await migrate(db);
-  const signingKeys = new SigningKeyStore(db, pepper);
+  const signingKeys = new SigningKeyStore(db, pepper, database.availability);
   await signingKeys.init();
   return {
     db,
+    database,
     apiKeys: new ApiKeyStore(db, pepper),
     signingKeys,
     conversations: new ConversationStore(db),
@@ -72,6 +79,9 @@ export interface Services extends Store {
   /** The TURN servers and their last checks (health() is for GET /readyz). */
   turn: TurnService;
   metrics: Metrics;
+  /** /readyz: other parts register their checks here (TURN, speech engines…). */
+  readiness: ReadinessChecks;
+  nodeId: string;
   close(): Promise<void>;
 }
 
@@ -85,21 +95,31 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     ? await startStunServer({ host: config.STUN_BIND || config.HOST, port: config.STUN_PORT })
     : undefined;
   if (stun) log.info({ stun: stun.address }, 'embedded STUN server listening');
-  const store = await openStore(config);
+  const store = await openStore(config, log);
   const metrics = new Metrics();
   const turn = await TurnService.start(config, store.turnSecrets, log, (url, up) => metrics.turnUp.set({ url }, up ? 1 : 0)).catch(async (err) => {
     await store.db.destroy();
     await stun?.close();
     throw err;
   });
-  const keyCache = new ApiKeyCache(store.apiKeys, config.KEY_CACHE_TTL_MS);
+  const readiness = new ReadinessChecks();
+  readiness.register('database', databaseHealth(store.database));
+  const keyCache = new ApiKeyCache(store.apiKeys, config.KEY_CACHE_TTL_MS, config.KEY_CACHE_STALE_MS, store.database.availability);
   keyCache.start();
-  await store.bus
-    .subscribe((message) => {
+  const reloadSigningKeys = () => void store.signingKeys.reload().catch(() => {});
+  store.bus.subscribe(
+    (message) => {
       if (message.kind === 'key-revoked') keyCache.invalidate();
-      else void store.signingKeys.reload().catch(() => {});
-    })
-    .catch((err: Error) => log.warn({ err: err.message }, 'Redis unreachable: revocations reach this node only through KEY_CACHE_TTL_MS'));
+      else reloadSigningKeys();
+    },
+    () => {
+      // Back after a Redis outage: notices sent meanwhile are lost, so start over from the store.
+      log.info('Redis reachable again: key caches reloaded');
+      keyCache.invalidate();
+      reloadSigningKeys();
+    },
+  );
+  if (config.REDIS_URL) readiness.register('redis', store.bus);
   // Another node (or the CLI) may rotate the signing key: pick the new one up.
   const reloadTimer = setInterval(() => void store.signingKeys.reload().catch(() => {}), 30_000);
   reloadTimer.unref();
@@ -125,14 +145,39 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
   };
   const agents = createAgents(config, log, metrics);
   const sessionDefaults = sessionDefaultsOf(config);
-  const protocols: Record<ProtocolName, ProtocolFactory> = { orga: orgaProtocol, openai: openAiProtocol(sessionDefaults) };
-  const calls = new CallManager(peers, store.conversations, (model) => agents.registry.factoryFor(model), protocols, {
-    connectTimeoutMs: config.CALL_CONNECT_TIMEOUT_MS,
-    idleTimeoutMs: config.CALL_IDLE_TIMEOUT_MS,
-    maxDurationMs: config.CALL_MAX_DURATION_MS,
-    maxConcurrentCalls: config.MAX_CONCURRENT_CALLS,
-    opusComplexity: config.OPUS_COMPLEXITY,
-  }, log, metrics);
+  const nodeId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
+  const liveness = new NodeLiveness(
+    new NodeStore(store.db),
+    store.conversations,
+    store.database.availability,
+    { nodeId, heartbeatMs: config.NODE_HEARTBEAT_MS, lostAfterMs: config.NODE_LOST_AFTER_MS },
+    log,
+  );
+  await liveness.start();
+  const calls = new CallManager({
+    peers,
+    conversations: store.conversations,
+    agentFor: (model) => agents.registry.factoryFor(model),
+    protocols: { orga: orgaProtocol, openai: openAiProtocol(sessionDefaults) },
+    limits: {
+      connectTimeoutMs: config.CALL_CONNECT_TIMEOUT_MS,
+      idleTimeoutMs: config.CALL_IDLE_TIMEOUT_MS,
+      maxDurationMs: config.CALL_MAX_DURATION_MS,
+      maxConcurrentCalls: config.MAX_CONCURRENT_CALLS,
+      opusComplexity: config.OPUS_COMPLEXITY,
+    },
+    nodeId,
+    candidates: new CandidateFilter({
+      allow: config.ICE_CANDIDATE_ALLOW,
+      deny: config.ICE_CANDIDATE_DENY,
+      ownAddresses: ownMediaAddresses(config.ICE_BIND_ADDRESS),
+    }),
+    log,
+    metrics,
+  });
+  readiness.register('node', () => (calls.isDraining ? { state: 'failed', detail: 'shutting down' } : { state: 'ready' }));
+  readiness.register('turn', () => turnReadiness(turn.health()));
+  readiness.register('speech', () => speechReadiness(agents.health()));
   return {
     ...store,
     config,
@@ -140,6 +185,8 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     tokens,
     calls,
     metrics,
+    readiness,
+    nodeId,
     agents: agents.registry,
     sessionDefaults,
     turn,
@@ -155,6 +202,7 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
       ),
     async close() {
       clearInterval(reloadTimer);
+      await liveness.stop();
       await keyCache.stop();
       await agents.close();
       await store.bus.close();
@@ -163,4 +211,23 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
       await turn.close();
     },
   };
+}
+
+/** TURN is usable when it is off by choice or at least one server answers its checks. */
+function turnReadiness(h: TurnHealth): Health {
+  if (!h.enabled) return { state: 'ready', detail: 'TURN disabled (TURN_ENABLED=false)' };
+  const down = h.servers.filter((s) => !s.up);
+  if (!down.length) return { state: 'ready' };
+  const detail = `not answering: ${down.map((s) => `${s.url}${s.error ? ` (${s.error})` : ''}`).join(', ')}`;
+  return { state: h.ok ? 'degraded' : h.servers.some((s) => s.checkedAt) ? 'failed' : 'starting', detail };
+}
+
+/** The speech engines, the worst first: the voice agent needs them all. */
+function speechReadiness(engines: Record<string, EngineHealth>): Health {
+  const entries = Object.entries(engines);
+  if (!entries.length) return { state: 'failed', detail: 'speech engines unavailable: run scripts/setup.sh --runtime' };
+  const order: EngineHealth['state'][] = ['failed', 'starting', 'degraded', 'ready'];
+  const worst = order.find((state) => entries.some(([, h]) => h.state === state)) ?? 'ready';
+  const detail = entries.filter(([, h]) => h.state !== 'ready').map(([stage, h]) => `${stage}: ${h.state}${h.detail ? ` (${h.detail})` : ''}`).join('; ');
+  return { state: worst, ...(detail ? { detail } : {}) };
 }

@@ -20,10 +20,14 @@ export class SigningKeyStore {
   private keys = new Map<string, SigningKey>();
   private active: SigningKey | undefined;
   private lastReload = 0;
+  /** Why the last reload failed (the store was unavailable), until one succeeds. */
+  private lastReloadError: unknown;
 
   constructor(
     private readonly db: Db,
     pepper: string,
+    /** Whether the database answered its latest query (any caller's). */
+    private readonly storeAvailability: { readonly up: boolean },
   ) {
     this.wrapKey = Buffer.from(hkdfSync('sha256', pepper, 'parley', 'signing-key-encryption', 32));
   }
@@ -46,9 +50,17 @@ export class SigningKeyStore {
     return this.keys.get(kid);
   }
 
-  /** Re-reads the store at most once a second (another node may have rotated). */
+  /**
+   * Re-reads the store at most once a second (another node may have rotated), or at once when the
+   * last reload failed and the database has answered since. Otherwise a failed reload's error is
+   * thrown again: without the store, an unknown key is unknowable, not absent.
+   */
   async reloadIfStale(minIntervalMs = 1000): Promise<boolean> {
-    if (Date.now() - this.lastReload < minIntervalMs) return false;
+    const recovered = this.lastReloadError !== undefined && this.storeAvailability.up;
+    if (Date.now() - this.lastReload < minIntervalMs && !recovered) {
+      if (this.lastReloadError) throw this.lastReloadError;
+      return false;
+    }
     await this.reload();
     return true;
   }
@@ -56,12 +68,19 @@ export class SigningKeyStore {
   async reload(): Promise<void> {
     this.lastReload = Date.now();
     const cutoff = new Date(Date.now() - RETIRED_KEY_RETENTION_MS).toISOString();
-    const rows = await this.db
-      .selectFrom('signing_keys')
-      .selectAll()
-      .where((eb) => eb.or([eb('retired_at', 'is', null), eb('retired_at', '>', cutoff)]))
-      .orderBy('created_at')
-      .execute();
+    let rows;
+    try {
+      rows = await this.db
+        .selectFrom('signing_keys')
+        .selectAll()
+        .where((eb) => eb.or([eb('retired_at', 'is', null), eb('retired_at', '>', cutoff)]))
+        .orderBy('created_at')
+        .execute();
+      this.lastReloadError = undefined;
+    } catch (err) {
+      this.lastReloadError = err;
+      throw err;
+    }
     const keys = new Map<string, SigningKey>();
     let active: SigningKey | undefined;
     for (const row of rows) {

@@ -1,7 +1,7 @@
 // Ephemeral tokens: HS256 JWTs with a kid, minted from an API key and verified on every realtime call.
 import { createSigner, createVerifier } from 'fast-jwt';
 import { randomUUID } from 'node:crypto';
-import type { SigningKeyStore } from './signingKeys.js';
+import type { SigningKey, SigningKeyStore } from './signingKeys.js';
 
 export interface TokenClaims {
   iss: string;
@@ -34,9 +34,11 @@ export class TokenService {
   /**
    * Verified tokens by their text: a token is presented a few times (ice-config, calls, retries).
    * Our own rather than fast-jwt's cache, whose default key is a SHA-256 of the token (about the cost
-   * of verifying it again) and which warns at start when keyed by the token itself.
+   * of verifying it again) and which warns at start when keyed by the token itself. Each entry holds
+   * the key that verified it: once that key is gone from the store (deleted, or reloaded anew), the
+   * entry no longer counts.
    */
-  private readonly verified = new Map<string, TokenClaims>();
+  private readonly verified = new Map<string, { claims: TokenClaims; key: SigningKey }>();
 
   constructor(
     private readonly keys: SigningKeyStore,
@@ -66,7 +68,7 @@ export class TokenService {
     return { token: sign(claims), claims };
   }
 
-  /** The token's claims, or null for anything not a live token of ours. Never throws. */
+  /** The token's claims, or null for anything not a live token of ours; rejects only with StoreUnavailable. */
   async verify(token: string): Promise<TokenClaims | null> {
     const known = this.verifyWithLoadedKeys(token);
     if (known !== undefined) return known;
@@ -81,13 +83,17 @@ export class TokenService {
   verifyWithLoadedKeys(token: string): TokenClaims | null | undefined {
     const hit = this.verified.get(token);
     if (hit) {
-      if (Date.now() <= hit.exp * 1000 + CLOCK_SKEW_MS) return hit;
+      if (Date.now() <= hit.claims.exp * 1000 + CLOCK_SKEW_MS && this.keys.get(hit.key.kid) === hit.key) return hit.claims;
       this.verified.delete(token);
     }
     const kid = this.readKid(token);
     if (!kid) return null;
-    const verify = this.verifierFor(kid);
-    if (!verify) return undefined;
+    const key = this.keys.get(kid);
+    if (!key) {
+      this.verifiers.delete(kid);
+      return undefined;
+    }
+    const verify = this.verifierFor(key);
     let claims: TokenClaims;
     try {
       claims = verify(token);
@@ -96,7 +102,7 @@ export class TokenService {
     }
     // Bounded: the oldest entry makes room (a Map iterates in insertion order).
     if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.delete(this.verified.keys().next().value!);
-    this.verified.set(token, claims);
+    this.verified.set(token, { claims, key });
     return claims;
   }
 
@@ -114,12 +120,8 @@ export class TokenService {
     return kid;
   }
 
-  private verifierFor(kid: string): Verifier | undefined {
-    const key = this.keys.get(kid);
-    if (!key) {
-      this.verifiers.delete(kid);
-      return undefined;
-    }
+  private verifierFor(key: SigningKey): Verifier {
+    const { kid } = key;
     let verify = this.verifiers.get(kid);
     if (!verify) {
       verify = createVerifier({

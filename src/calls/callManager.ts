@@ -1,4 +1,5 @@
-// Creates calls from offers, enforces the node's call limits and drains calls on shutdown.
+// Creates calls from offers (their candidates filtered first), enforces the node's call limits,
+// records which node carries each call, and drains calls on shutdown.
 import type { FastifyBaseLogger } from 'fastify';
 import type { AgentFactory, ConversationTurn } from '../agent/types.js';
 import { randomId } from '../auth/ids.js';
@@ -8,6 +9,7 @@ import type { Session } from '../session/session.js';
 import type { ConversationStore } from '../storage/conversations.js';
 import { Call } from './call.js';
 import { CallRecord } from './callRecord.js';
+import type { CandidateFilter } from './candidateFilter.js';
 import type { CallTimeouts } from './lifecycle.js';
 import type { PeerFactory, RemoteCandidate } from './peer/types.js';
 import type { ProtocolFactory, ProtocolName } from './protocol/types.js';
@@ -32,6 +34,19 @@ export interface CallLimits extends CallTimeouts {
   opusComplexity?: number;
 }
 
+export interface CallManagerOptions {
+  peers: PeerFactory;
+  conversations: ConversationStore;
+  agentFor: (model: string) => AgentFactory;
+  protocols: Record<ProtocolName, ProtocolFactory>;
+  limits: CallLimits;
+  /** The node recorded as carrying the calls. */
+  nodeId: string;
+  candidates: CandidateFilter;
+  log: FastifyBaseLogger;
+  metrics: Metrics;
+}
+
 /** The WebRTC stack refused the offer (a client error, answered 422). */
 export class OfferRejected extends Error {}
 
@@ -44,18 +59,15 @@ export class CallManager {
   private starting = 0;
   private draining = false;
 
-  constructor(
-    private readonly peers: PeerFactory,
-    private readonly conversations: ConversationStore,
-    private readonly agentFor: (model: string) => AgentFactory,
-    private readonly protocols: Record<ProtocolName, ProtocolFactory>,
-    private readonly limits: CallLimits,
-    private readonly log: FastifyBaseLogger,
-    private readonly metrics?: Metrics,
-  ) {}
+  constructor(private readonly opts: CallManagerOptions) {}
 
   get activeCount(): number {
     return this.calls.size;
+  }
+
+  /** True from the start of a shutdown drain: new work is refused. */
+  get isDraining(): boolean {
+    return this.draining;
   }
 
   /** A call this node carries, by id. */
@@ -65,17 +77,21 @@ export class CallManager {
 
   /** Answers the offer and starts the call. */
   async create(req: CallRequest): Promise<{ answerSdp: string; conversationId: string }> {
+    const { metrics, log, limits } = this.opts;
     if (this.draining) throw new CallCapacityExceeded('The server is shutting down; try another node.');
-    if (this.calls.size + this.starting >= this.limits.maxConcurrentCalls) {
+    if (this.calls.size + this.starting >= limits.maxConcurrentCalls) {
       throw new CallCapacityExceeded('This server is at its limit of concurrent calls; retry shortly.');
     }
     this.starting++;
-    const stopTimer = this.metrics?.answerSeconds.startTimer();
+    const stopTimer = metrics.answerSeconds.startTimer();
     try {
       const id = randomId('conv_');
       const threadId = req.resume?.threadId ?? id;
       const history = req.resume?.history ?? [];
-      const peer = this.peers.create(id);
+      const offer = this.opts.candidates.filterOffer(req.offerSdp, req.candidates);
+      for (const d of offer.dropped) metrics.iceCandidatesDropped.inc({ reason: d.reason });
+      log.debug({ conversation: id, given: offer.given, dropped: offer.dropped }, 'remote candidates given to the WebRTC stack');
+      const peer = this.opts.peers.create(id);
       const call = new Call({
         id,
         apiKeyId: req.apiKeyId,
@@ -83,20 +99,21 @@ export class CallManager {
         plan: req.plan,
         session: req.session,
         conversation: conversationOf(history),
-        agentFor: this.agentFor,
+        agentFor: this.opts.agentFor,
         protocol: req.protocol,
-        protocols: this.protocols,
-        record: new CallRecord(this.conversations, id, threadId, history.length, this.log),
-        timeouts: this.limits,
-        log: this.log,
-        ...(this.limits.opusComplexity !== undefined ? { opusComplexity: this.limits.opusComplexity } : {}),
+        protocols: this.opts.protocols,
+        record: new CallRecord(this.opts.conversations, id, threadId, history.length, log),
+        timeouts: limits,
+        log,
+        ...(limits.opusComplexity !== undefined ? { opusComplexity: limits.opusComplexity } : {}),
       });
+      metrics.callSessions.track(call);
       let answerSdp: string;
       try {
         answerSdp = await peer.answer({
-          offerSdp: req.offerSdp,
+          offerSdp: offer.sdp,
           plan: req.plan,
-          candidates: req.candidates,
+          candidates: offer.candidates,
           audioSsrc: call.audioSsrc,
           receiveVideo: req.session.modalities.includes('video'),
         });
@@ -104,23 +121,36 @@ export class CallManager {
         void call.end('offer_rejected', 'failed');
         throw new OfferRejected((err as Error).message);
       }
-      await this.conversations.create({ id, apiKeyId: req.apiKeyId, threadId, endUser: req.endUser, params: req.session });
+      try {
+        await this.opts.conversations.create({ id, apiKeyId: req.apiKeyId, threadId, endUser: req.endUser, params: req.session, nodeId: this.opts.nodeId });
+      } catch (err) {
+        // No record, no call (the client gets 503 and retries).
+        void call.end('not_recorded', 'failed');
+        throw err;
+      }
+      if (this.draining) {
+        void call.end('server_shutdown', 'failed');
+        throw new CallCapacityExceeded('The server is shutting down; try another node.');
+      }
       this.calls.set(id, call);
-      this.metrics?.activeCalls.set(this.calls.size);
-      stopTimer?.();
-      call.onEnd((s) => {
-        this.calls.delete(s.id);
-        this.metrics?.activeCalls.set(this.calls.size);
-        this.metrics?.callsEnded.inc({ state: s.state, reason: s.endReason ?? 'unknown' });
+      metrics.activeCalls.set(this.calls.size);
+      stopTimer();
+      call.onEnd((c) => {
+        this.calls.delete(c.id);
+        metrics.activeCalls.set(this.calls.size);
+        metrics.callsEnded.inc({ state: c.state, reason: c.endReason ?? 'unknown' });
       });
-      this.log.info({ conversation: id }, 'call created');
+      log.info({ conversation: id }, 'call created');
       return { answerSdp, conversationId: id };
     } finally {
       this.starting--;
     }
   }
 
-  /** Stops taking calls and ends every live one (server shutdown); resolves once all are recorded. */
+  /**
+   * Stops taking calls and ends every live one (server shutdown); resolves once all are recorded.
+   * A call that never connected is recorded failed (its lifecycle says so), like one that timed out.
+   */
   async drain(reason = 'server_shutdown'): Promise<void> {
     this.draining = true;
     await Promise.all([...this.calls.values()].map((c) => c.end(reason)));

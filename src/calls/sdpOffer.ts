@@ -14,7 +14,14 @@ export interface OfferPlan {
 
 export type OfferReading = { ok: true; plan: OfferPlan } | { ok: false; problems: string[] };
 
+/** Remote candidates an offer may carry, in offer.candidates and in the SDP alike. */
+export const MAX_OFFER_CANDIDATES = 64;
+
 export function readOffer(sdp: string): OfferReading {
+  const inSdp = sdp.match(/^a=candidate:/gm)?.length ?? 0;
+  if (inSdp > MAX_OFFER_CANDIDATES) {
+    return { ok: false, problems: [`the SDP carries ${inSdp} a=candidate lines; at most ${MAX_OFFER_CANDIDATES} are accepted`] };
+  }
   let session: ReturnType<typeof parse>;
   try {
     session = parse(sdp);

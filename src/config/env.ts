@@ -2,6 +2,7 @@
 // parsed and validated once at start. The table below is also the source of the README's list.
 import { isIP } from 'node:net';
 import { looksLikeApiKey } from '../auth/apiKeys.js';
+import { parseCidr } from '../calls/candidateFilter.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -83,6 +84,12 @@ const peerIps: Parser<string[]> = (raw) => {
   return entries;
 };
 
+const cidrList: Parser<string[]> = (raw) => {
+  const entries = list(raw);
+  for (const e of entries) parseCidr(e);
+  return entries;
+};
+
 const secretList: Parser<string[]> = (raw) => {
   const secrets = list(raw);
   for (const s of secrets) if (s.length < 16) throw new Error('each secret must be at least 16 characters');
@@ -156,6 +163,31 @@ export const settings = {
     default: '1000',
     parse: int(0, 60000),
   },
+  KEY_CACHE_STALE_MS: {
+    doc: 'While the database is unreachable, how long a node keeps answering from API-key checks it cached before (0: never; such requests get 503). Token minting and ice-config go on for keys seen within this time.',
+    default: '300000',
+    parse: int(0, 86_400_000),
+  },
+  NODE_ID: {
+    doc: "This node's id in the nodes registry and on its calls' records; keep it across restarts and unique per node. Unset: generated once into <DATA_DIR>/node-id.",
+    parse: (raw: string) => {
+      if (!/^[\w.:-]{1,64}$/.test(raw)) throw new Error('use 1-64 letters, digits, or . _ : -');
+      return raw;
+    },
+  },
+  NODE_HEARTBEAT_MS: { doc: "How often a node records that it is alive (and checks for other nodes' lost calls).", default: '5000', parse: int(100, 600_000) },
+  NODE_LOST_AFTER_MS: {
+    doc: 'A node silent this long is taken for dead: its unfinished calls are recorded failed (node_lost) by the others. At least twice NODE_HEARTBEAT_MS, and more than the clock skew between nodes.',
+    default: '30000',
+    parse: int(500, 3_600_000),
+  },
+  HTTP_HEADERS_TIMEOUT_MS: { doc: "Time a client has to send a request's headers (slow clients get 408 and are disconnected).", default: '10000', parse: int(1000, 600_000) },
+  HTTP_REQUEST_TIMEOUT_MS: { doc: 'Time a client has to send a whole request, body included (408 after it). At least HTTP_HEADERS_TIMEOUT_MS.', default: '30000', parse: int(1000, 600_000) },
+  SHUTDOWN_GRACE_MS: {
+    doc: 'After SIGTERM and the drain of its calls, how long a node keeps answering 503 (and /readyz 503) before closing its port, so load balancers notice first. Behind a load balancer, set it above its health-check interval.',
+    default: '0',
+    parse: int(0, 120_000),
+  },
   STUN_URLS: {
     doc: "Comma-separated stun: URLs handed out by ice-config. Unset: the embedded STUN server's address and bound port (ICE_PUBLIC_IP when set), or, with STUN_ENABLED=false, the TURN servers that answer (coturn answers STUN too).",
     parse: iceUrls(['stun']),
@@ -205,6 +237,16 @@ export const settings = {
   CORS_ORIGINS: { doc: 'Origins allowed to call ice-config and calls from a browser ("*" for any).', default: '*', parse: list },
   ICE_BIND_ADDRESS: { doc: "Local address the server's peer connections bind to (empty: all interfaces).", default: '', parse: ip },
   ICE_PORT_RANGE: { doc: 'UDP port range for media, MIN-MAX (empty: any).', default: '', parse: portRange },
+  ICE_CANDIDATE_ALLOW: {
+    doc: "Comma-separated addresses or CIDR ranges the server may send ICE checks to even where the built-in rules refuse them (see \"ICE candidate filter\").",
+    default: '',
+    parse: cidrList,
+  },
+  ICE_CANDIDATE_DENY: {
+    doc: 'Comma-separated addresses or CIDR ranges the server never sends ICE checks to (a client candidate there is dropped); wins over ICE_CANDIDATE_ALLOW.',
+    default: '',
+    parse: cidrList,
+  },
   ICE_PUBLIC_IP: {
     doc: "Public address advertised in place of the server's host candidates (1:1 NAT, like every media server's NAT setting).",
     default: '',
@@ -286,6 +328,17 @@ type Parsed = { [K in keyof Settings]: ReturnType<Settings[K]['parse']> | (Setti
 /** DATABASE_URL's default depends on DATA_DIR, so it is always set after loading. */
 export type Config = Omit<Parsed, 'DATABASE_URL'> & { DATABASE_URL: string };
 
+/** Rules between settings. */
+function crossChecks(c: Parsed): string[] {
+  const problems: string[] = [];
+  // A provider chosen by name needs its service's URL.
+  if (c.STT_PROVIDER === 'http' && !c.STT_URL) problems.push('STT_PROVIDER: http needs STT_URL');
+  if (c.TTS_PROVIDER === 'http' && !c.TTS_URL) problems.push('TTS_PROVIDER: http needs TTS_URL');
+  if (c.NODE_LOST_AFTER_MS < 2 * c.NODE_HEARTBEAT_MS) problems.push('NODE_LOST_AFTER_MS: must be at least twice NODE_HEARTBEAT_MS');
+  if (c.HTTP_REQUEST_TIMEOUT_MS < c.HTTP_HEADERS_TIMEOUT_MS) problems.push('HTTP_REQUEST_TIMEOUT_MS: must be at least HTTP_HEADERS_TIMEOUT_MS');
+  return problems;
+}
+
 /** Parses every setting from `env`, collecting all problems before failing. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = [];
@@ -302,10 +355,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       problems.push(`${name}: ${(err as Error).message}`);
     }
   }
-  // A provider chosen by name needs its service's URL.
-  if (out.STT_PROVIDER === 'http' && !out.STT_URL) problems.push('STT_PROVIDER: http needs STT_URL');
-  if (out.TTS_PROVIDER === 'http' && !out.TTS_URL) problems.push('TTS_PROVIDER: http needs TTS_URL');
-  if (problems.length) throw new ConfigError(problems);
   const parsed = out as Parsed;
+  if (!problems.length) problems.push(...crossChecks(parsed));
+  if (problems.length) throw new ConfigError(problems);
   return { ...parsed, DATABASE_URL: parsed.DATABASE_URL ?? `sqlite:${parsed.DATA_DIR.replace(/\/$/, '')}/parley.db` };
 }

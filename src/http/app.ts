@@ -1,10 +1,13 @@
-// The HTTP surface: Fastify with the contract's error shapes, body rules, CORS and routes.
+// The HTTP surface: Fastify with the contract's error shapes, body rules, CORS and routes, the
+// readiness checks, and the behaviour of a node that is shutting down or has lost a dependency.
 import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify';
 import type { Services } from '../services.js';
+import { StoreUnavailable } from '../storage/unavailable.js';
 import { registerCors } from './cors.js';
 import { HttpError, MESSAGES, OpenAiErrorBody, ShapeA, ShapeB, ValidationFailure, shapeA } from './errors.js';
-import { jsonInvalid, toPydanticDetail } from '../session/validation.js';
+import { answerClientError, createHttpServer, discardUnreadBody } from './server.js';
+import { jsonDepthOverflow, jsonInvalid, jsonTooDeep, toPydanticDetail } from '../session/validation.js';
 import { callRoutes } from './routes/calls.js';
 import { catalogRoutes } from './routes/catalog.js';
 import { conversationRoutes } from './routes/conversations.js';
@@ -12,19 +15,27 @@ import { demoRoutes } from './routes/demo.js';
 import { clientSecretsRoutes } from './routes/clientSecrets.js';
 import { iceConfigRoutes } from './routes/iceConfig.js';
 import { callFormConstraint, openAiRoutes } from './routes/openai.js';
-import { BODY_LIMIT } from './schemas.js';
+import { BODY_LIMIT, MAX_JSON_DEPTH } from './schemas.js';
 
 /** Paths a browser may call cross-origin. */
 const BROWSER_PATHS = ['/v1/realtime/ice-config', '/v1/realtime/calls', '/v1/realtime/models', '/v1/realtime/voices'];
+/** Answered even while the node drains for shutdown: liveness, readiness and metrics. */
+const OPERATOR_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+/** Retry-After of a 503 for a node that is shutting down or has lost its database. */
+const RETRY_AFTER_SECONDS = '5';
 
 export async function buildApp(services: Services, logger: FastifyInstance['log'] | false = false): Promise<FastifyInstance> {
+  const { config } = services;
   const app = Fastify({
     loggerInstance: logger || undefined,
     bodyLimit: BODY_LIMIT,
+    serverFactory: (handler) => createHttpServer({ headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS }, handler),
+    clientErrorHandler: answerClientError,
     // Per-request logs would be the hot path's biggest cost; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
-    // While draining, new requests get 503 rather than hanging.
-    return503OnClosing: true,
+    // While closing, requests still meet the drain hook below (503 in Shape A with Retry-After)
+    // rather than Fastify's own 503.
+    return503OnClosing: false,
     // No pino child logger per request (a measurable share of a token request); the few request
     // log lines name the request id themselves.
     childLoggerFactory: (logger) => logger as never,
@@ -45,17 +56,39 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
   app.addSchema(OpenAiErrorBody);
 
   // Bodies are JSON whatever the Content-Type says (FastAPI-era clients are not always exact);
-  // an empty body is an empty object; undecodable JSON is pydantic's json_invalid.
+  // an empty body is an empty object; undecodable JSON is pydantic's json_invalid, and so is JSON
+  // nested deeper than any request of ours (pydantic's "recursion limit exceeded").
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: BODY_LIMIT }, (_req, raw, done) => {
+  app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: BODY_LIMIT }, (req, raw, done) => {
     const text = String(raw);
     if (text.trim() === '') return done(null, {});
+    const tooDeep = jsonDepthOverflow(text, MAX_JSON_DEPTH);
+    if (tooDeep >= 0) {
+      req.log.warn({ reqId: req.id, url: req.url, offset: tooDeep, maxDepth: MAX_JSON_DEPTH }, 'request body nested too deep');
+      return done(new ValidationFailure([jsonTooDeep(tooDeep)]), undefined);
+    }
     try {
       const value = JSON.parse(text) as unknown;
       done(null, value === null ? {} : value);
     } catch (err) {
       done(new ValidationFailure([jsonInvalid(text, err as Error)]), undefined);
     }
+  });
+
+  // A node that is shutting down answers 503 (never a refused connection) until its port closes.
+  app.addHook('onRequest', (req, reply, done) => {
+    if (!services.calls.isDraining || OPERATOR_PATHS.has(req.url.split('?', 1)[0]!)) return done();
+    reply
+      .code(503)
+      .header('retry-after', RETRY_AFTER_SECONDS)
+      .send(shapeA('This server is shutting down; retry on another node.', 'shutting_down'));
+  });
+
+  // An answer sent before the body was read (413, an auth failure…): read the rest and drop it, so
+  // the client, still sending, gets to read the answer.
+  app.addHook('onResponse', (req, _reply, done) => {
+    discardUnreadBody(req.raw);
+    done();
   });
 
   // A request without a body has nothing to parse, whatever Content-Type it names (the server SDK
@@ -76,20 +109,24 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
     done();
   });
 
-  const knownPaths = new Map<string, Set<string>>();
-  app.addHook('onRoute', (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
-    const set = knownPaths.get(route.url) ?? new Set<string>();
-    for (const m of methods) set.add(m);
-    knownPaths.set(route.url, set);
-  });
+  const routeTable = new RouteTable();
+  app.addHook('onRoute', (route) => routeTable.add(route.url, Array.isArray(route.method) ? route.method : [route.method]));
 
   registerCors(app, new Set(BROWSER_PATHS), services.config.CORS_ORIGINS);
   for (const path of BROWSER_PATHS) app.options(path, { schema: { hide: true } }, async (_req, reply) => reply.code(204).send());
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
+    // Fastify closes the connection after a body error; we read the rest instead (see onResponse).
+    reply.removeHeader('connection');
     if (err instanceof HttpError) return reply.code(err.statusCode).headers(err.headers).send(err.body);
     if (err instanceof ValidationFailure) return reply.code(422).send({ detail: err.detail });
+    if (err instanceof StoreUnavailable) {
+      req.log.warn({ reqId: req.id, url: req.url, store: err.store, err: err.message }, 'store unavailable');
+      return reply
+        .code(503)
+        .header('retry-after', RETRY_AFTER_SECONDS)
+        .send(shapeA(`The service's ${err.store === 'redis' ? 'Redis' : 'database'} is unavailable; retry shortly.`, 'store_unavailable'));
+    }
     if (err.validation) {
       return reply.code(422).send({ detail: toPydanticDetail(err.validation as never, err.validationContext ?? 'body', contextData(req, err.validationContext)) });
     }
@@ -102,8 +139,8 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
   });
 
   app.setNotFoundHandler((req, reply) => {
-    const methods = knownPaths.get(req.url.split('?', 1)[0]!);
-    if (methods) return reply.code(405).header('Allow', [...methods].join(', ')).send({ detail: 'Method Not Allowed' });
+    const methods = routeTable.methodsOf(req.url.split('?', 1)[0]!);
+    if (methods.length) return reply.code(405).header('Allow', methods.join(', ')).send({ detail: 'Method Not Allowed' });
     return reply.code(404).send({ detail: 'Not Found' });
   });
 
@@ -114,12 +151,39 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
   await app.register(catalogRoutes(services));
   await app.register(conversationRoutes(services));
   await app.register(demoRoutes(services));
+  // Liveness: the process answers. Readiness: every registered check says ready.
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok', calls: services.calls.activeCount }));
+  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+    const { ready, checks } = await services.readiness.evaluate();
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks });
+  });
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) =>
     reply.type(services.metrics.registry.contentType).send(await services.metrics.registry.metrics()),
   );
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
+}
+
+/** Which methods each route path answers, parametric paths (`/conversations/:id`) included. */
+class RouteTable {
+  private readonly routes: { pattern: RegExp; methods: Set<string> }[] = [];
+
+  add(url: string, methods: string[]): void {
+    const source = url
+      .split('/')
+      .map((part) => (part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+      .join('/');
+    const pattern = new RegExp(`^${source}$`);
+    const existing = this.routes.find((r) => r.pattern.source === pattern.source);
+    if (existing) for (const m of methods) existing.methods.add(m);
+    else this.routes.push({ pattern, methods: new Set(methods) });
+  }
+
+  methodsOf(path: string): string[] {
+    const methods = new Set<string>();
+    for (const r of this.routes) if (r.pattern.test(path)) for (const m of r.methods) methods.add(m);
+    return [...methods];
+  }
 }
 
 function contextData(req: { body?: unknown; query?: unknown; params?: unknown; headers?: unknown }, context?: string): unknown {

@@ -1,9 +1,14 @@
 // Request and response schemas: the single source for validation, TypeScript types and OpenAPI.
 import { Type, type Static } from '@sinclair/typebox';
+import { MAX_OFFER_CANDIDATES } from '../calls/sdpOffer.js';
 import { CallParams } from '../session/params.js';
 
-export const MAX_CANDIDATES = 64;
 export const BODY_LIMIT = 256 * 1024;
+/**
+ * Nesting allowed in a JSON body: our deepest request (calls) nests 4 levels; 32 leaves room for any
+ * extension and keeps validators and serialisers far from deep recursion.
+ */
+export const MAX_JSON_DEPTH = 32;
 
 export const ClientSecretsBody = Type.Object({}, { additionalProperties: false, description: 'Empty: no fields are accepted.' });
 export const ClientSecretsQuery = Type.Object({
@@ -37,7 +42,7 @@ export const CallsBody = Type.Object({
   offer: Type.Object({
     sdp: Type.String({ maxLength: BODY_LIMIT }),
     type: Type.Literal('offer'),
-    candidates: Type.Array(Candidate, { maxItems: MAX_CANDIDATES }),
+    candidates: Type.Array(Candidate, { maxItems: MAX_OFFER_CANDIDATES }),
   }),
   params: CallParams,
 });

@@ -1,6 +1,8 @@
 // Prometheus metrics for operators (GET /metrics): calls, their outcomes, answer latency, tokens,
-// TURN, and where the voice agent's time goes, stage by stage.
+// TURN, call sessions still in memory, ICE candidates refused, and where the voice agent's time
+// goes, stage by stage.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { LiveObjects } from './liveObjects.js';
 
 /** Seconds, around the 0.1–1 s a voice agent's stages take. */
 const STAGE_BUCKETS = [0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.45, 0.6, 0.8, 1, 1.5, 2.5, 5];
@@ -37,6 +39,20 @@ export class Metrics {
     name: 'parley_turn_up',
     help: 'Whether a TURN server answered its last check (an allocation); 0 leaves it out of ice-config',
     labelNames: ['url'] as const,
+    registers: [this.registry],
+  });
+  /** CallSession objects not yet garbage-collected: returns to 0 once calls end (a leak never does). */
+  readonly callSessions = new LiveObjects();
+  readonly callSessionsAlive: Gauge = new Gauge({
+    name: 'parley_call_sessions_alive',
+    help: 'CallSession objects still in memory (forces a full GC first when the process runs with --expose-gc)',
+    registers: [this.registry],
+    collect: async (): Promise<void> => this.callSessionsAlive.set(await this.callSessions.alive()),
+  });
+  readonly iceCandidatesDropped = new Counter({
+    name: 'parley_ice_candidates_dropped_total',
+    help: "Remote ICE candidates (offer.candidates or the SDP's a=candidate lines) refused by the candidate filter, by reason",
+    labelNames: ['reason'] as const,
     registers: [this.registry],
   });
 

@@ -139,3 +139,31 @@ export function jsonInvalid(raw: string, err: Error): ValidationDetailBody {
   const offset = m ? Number(m[1]) : raw.length;
   return { type: 'json_invalid', loc: ['body', offset], msg: 'JSON decode error', input: {}, ctx: { error: err.message } };
 }
+
+/**
+ * The offset of the first `[` or `{` nested deeper than `maxDepth` in JSON text, or -1. A linear scan
+ * before parsing, so that no parser, validator or serialiser ever recurses that deep.
+ */
+export function jsonDepthOverflow(text: string, maxDepth: number): number {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > maxDepth) return i;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return -1;
+}
+
+/** Pydantic's (jiter's) answer to JSON nested too deep: json_invalid, "recursion limit exceeded". */
+export function jsonTooDeep(offset: number): ValidationDetailBody {
+  return { type: 'json_invalid', loc: ['body', offset], msg: 'JSON decode error', input: {}, ctx: { error: 'recursion limit exceeded' } };
+}

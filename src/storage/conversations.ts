@@ -1,6 +1,7 @@
-// Every call leaves a conversation record: who opened it, with what params, how it went and ended;
-// with history on, its turns too (shared by the calls that resume it).
+// Every call leaves a conversation record: who opened it, with what params, on which node, how it
+// went and ended; with history on, its turns too (shared by the calls that resume it).
 import type { Db } from './db.js';
+import { StoreUnavailable } from './unavailable.js';
 
 export type ConversationState = 'connecting' | 'active' | 'ended' | 'failed';
 
@@ -23,10 +24,23 @@ export interface StoredTurn {
   createdAt: string;
 }
 
+const UNFINISHED = ['connecting', 'active'];
+/** Ends kept for a later write while the database is away (beyond it, the sweeper's node_lost tells). */
+const MAX_UNWRITTEN_ENDS = 10_000;
+
+interface UnwrittenEnd {
+  state: 'ended' | 'failed';
+  reason: string;
+  endedAt: string;
+}
+
 export class ConversationStore {
+  /** Call ends the database could not take when they happened, written once it answers again. */
+  private readonly unwritten = new Map<string, UnwrittenEnd>();
+
   constructor(private readonly db: Db) {}
 
-  async create(rec: { id: string; apiKeyId: string; threadId: string; endUser: string | null; params: object }): Promise<void> {
+  async create(rec: { id: string; apiKeyId: string; threadId: string; endUser: string | null; params: object; nodeId: string }): Promise<void> {
     await this.db
       .insertInto('conversations')
       .values({
@@ -40,6 +54,7 @@ export class ConversationStore {
         created_at: new Date().toISOString(),
         connected_at: null,
         ended_at: null,
+        node_id: rec.nodeId,
       })
       .execute();
   }
@@ -57,14 +72,65 @@ export class ConversationStore {
     await this.db.updateTable('conversations').set({ params: JSON.stringify(params) }).where('id', '=', id).execute();
   }
 
-  /** Records the end once: later calls for the same conversation change nothing. */
+  /**
+   * Records the end once: later calls for the same conversation change nothing. While the database
+   * is unavailable the end is kept (with its time) and written by `writeUnwrittenEnds`.
+   */
   async finish(id: string, state: 'ended' | 'failed', reason: string): Promise<void> {
+    const end = { state, reason, endedAt: new Date().toISOString() };
+    try {
+      await this.writeEnd(id, end);
+    } catch (err) {
+      if (!(err instanceof StoreUnavailable) || this.unwritten.size >= MAX_UNWRITTEN_ENDS) throw err;
+      this.unwritten.set(id, end);
+    }
+  }
+
+  get unwrittenEnds(): number {
+    return this.unwritten.size;
+  }
+
+  /** Writes the ends kept during an outage; resolves with how many were written. */
+  async writeUnwrittenEnds(): Promise<number> {
+    let written = 0;
+    for (const [id, end] of this.unwritten) {
+      await this.writeEnd(id, end);
+      this.unwritten.delete(id);
+      written++;
+    }
+    return written;
+  }
+
+  private async writeEnd(id: string, end: UnwrittenEnd): Promise<void> {
     await this.db
       .updateTable('conversations')
-      .set({ state, end_reason: reason, ended_at: new Date().toISOString() })
+      .set({ state: end.state, end_reason: end.reason, ended_at: end.endedAt })
       .where('id', '=', id)
-      .where('state', 'in', ['connecting', 'active'])
+      .where('state', 'in', UNFINISHED)
       .execute();
+  }
+
+  /** Marks failed the unfinished calls carried by `nodeId` (its earlier incarnation died with them). */
+  async failCallsOfNode(nodeId: string, reason: string): Promise<number> {
+    const result = await this.db
+      .updateTable('conversations')
+      .set({ state: 'failed', end_reason: reason, ended_at: new Date().toISOString() })
+      .where('node_id', '=', nodeId)
+      .where('state', 'in', UNFINISHED)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
+  /** Marks failed the unfinished calls of every node (but `exceptNodeId`) silent since `silentSince`. */
+  async failCallsOfSilentNodes(silentSince: string, exceptNodeId: string, reason: string): Promise<number> {
+    const result = await this.db
+      .updateTable('conversations')
+      .set({ state: 'failed', end_reason: reason, ended_at: new Date().toISOString() })
+      .where('state', 'in', UNFINISHED)
+      .where('node_id', '!=', exceptNodeId)
+      .where('node_id', 'in', (eb) => eb.selectFrom('nodes').select('id').where('heartbeat_at', '<', silentSince))
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
   }
 
   async get(id: string): Promise<ConversationRecord | null> {

@@ -1,7 +1,20 @@
 // One query layer (Kysely) over the embedded SQLite file or PostgreSQL, chosen by DATABASE_URL.
+// Every query goes through a guard that turns "the database cannot answer now" into StoreUnavailable
+// and keeps track of whether the database answers, for /readyz and the node sweeper.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import {
+  Kysely,
+  PostgresDialect,
+  SqliteDialect,
+  sql,
+  type CompiledQuery,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type TransactionSettings,
+} from 'kysely';
+import { StoreUnavailable, isDatabaseUnavailable } from './unavailable.js';
 
 export interface ApiKeysTable {
   id: string;
@@ -32,6 +45,21 @@ export interface ConversationsTable {
   created_at: string;
   connected_at: string | null;
   ended_at: string | null;
+  /** The node that carries (or carried) the call; null on records older than the nodes registry. */
+  node_id: string | null;
+}
+
+/** One row per Parley node (process identity, kept across restarts): its liveness and facts. */
+export interface NodesTable {
+  id: string;
+  /** When the current incarnation started. */
+  started_at: string;
+  heartbeat_at: string;
+  /** Set by a clean shutdown. */
+  stopped_at: string | null;
+  hostname: string;
+  pid: number;
+  version: string;
 }
 
 export interface ConversationItemsTable {
@@ -58,11 +86,59 @@ export interface Database {
   conversations: ConversationsTable;
   conversation_items: ConversationItemsTable;
   client_secret_sessions: ClientSecretSessionsTable;
+  nodes: NodesTable;
 }
 
 export type Db = Kysely<Database>;
 
-export async function openDatabase(url: string): Promise<Db> {
+/** Whether the database has been answering, from the outcome of every query. */
+export class DbAvailability {
+  private failure: { at: number; message: string } | undefined;
+  /** Start of the current run of answered queries (the process start, or the end of the last outage). */
+  upSince = Date.now();
+
+  get up(): boolean {
+    return !this.failure;
+  }
+
+  get lastError(): string | undefined {
+    return this.failure?.message;
+  }
+
+  succeeded(): void {
+    if (!this.failure) return;
+    this.failure = undefined;
+    this.upSince = Date.now();
+  }
+
+  failed(err: unknown): void {
+    this.failure = { at: Date.now(), message: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+export interface OpenDatabase {
+  db: Db;
+  availability: DbAvailability;
+  /** Asks the database to answer a trivial query; rejects with StoreUnavailable when it cannot. */
+  probe(): Promise<void>;
+}
+
+export interface DatabaseLog {
+  warn(obj: object, msg: string): void;
+}
+
+export async function openDatabase(url: string, log?: DatabaseLog): Promise<OpenDatabase> {
+  const availability = new DbAvailability();
+  const dialect = await dialectFor(url, log);
+  const db = new Kysely<Database>({ dialect: new GuardedDialect(dialect, availability) });
+  return {
+    db,
+    availability,
+    probe: async () => void (await sql`select 1`.execute(db)),
+  };
+}
+
+async function dialectFor(url: string, log?: DatabaseLog): Promise<Dialect> {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
     const { default: SQLite } = await import('better-sqlite3');
@@ -70,10 +146,123 @@ export async function openDatabase(url: string): Promise<Db> {
     const sqlite = new SQLite(path);
     // WAL lets the CLI write (keys create/revoke) while a server reads.
     sqlite.pragma('journal_mode = WAL');
-    sqlite.pragma('busy_timeout = 5000');
-    return new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+    // better-sqlite3 waits on the main thread: long enough for a CLI write, short enough not to
+    // stall every call's audio behind a lock someone else holds.
+    sqlite.pragma('busy_timeout = 1000');
+    return new SqliteDialect({ database: sqlite });
   }
   const { default: pg } = await import('pg');
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    // A database that is down or unreachable fails requests within seconds instead of holding them.
+    connectionTimeoutMillis: 5000,
+    query_timeout: 10_000,
+    keepAlive: true,
+  });
+  // Idle connections die when the server stops or restarts; without a listener that error would
+  // end the process. The pool drops them and reconnects on the next query.
+  pool.on('error', (err) => {
+    log?.warn({ err: err.message }, 'PostgreSQL connection lost');
+  });
+  return new PostgresDialect({ pool });
+}
+
+/** Wraps a dialect's driver so every query reports to `availability` and outages raise StoreUnavailable. */
+class GuardedDialect implements Dialect {
+  constructor(
+    private readonly inner: Dialect,
+    private readonly availability: DbAvailability,
+  ) {}
+  createDriver(): Driver {
+    return new GuardedDriver(this.inner.createDriver(), this.availability);
+  }
+  createQueryCompiler() {
+    return this.inner.createQueryCompiler();
+  }
+  createAdapter() {
+    return this.inner.createAdapter();
+  }
+  createIntrospector(db: Kysely<any>) {
+    return this.inner.createIntrospector(db);
+  }
+}
+
+class GuardedDriver implements Driver {
+  /** Our connection wrappers → the driver's own connections (drivers release by identity). */
+  private readonly connections = new WeakMap<DatabaseConnection, DatabaseConnection>();
+
+  constructor(
+    private readonly driver: Driver,
+    private readonly availability: DbAvailability,
+  ) {}
+
+  private async guard<T>(run: () => Promise<T>): Promise<T> {
+    try {
+      const result = await run();
+      this.availability.succeeded();
+      return result;
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) throw err;
+      this.availability.failed(err);
+      throw new StoreUnavailable('database', err);
+    }
+  }
+
+  private unwrap(connection: DatabaseConnection): DatabaseConnection {
+    return this.connections.get(connection) ?? connection;
+  }
+
+  init(): Promise<void> {
+    return this.guard(() => this.driver.init());
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    const inner = await this.guard(() => this.driver.acquireConnection());
+    const wrapped: DatabaseConnection = {
+      executeQuery: <R>(query: CompiledQuery) => this.guard(() => inner.executeQuery<R>(query)),
+      streamQuery: <R>(query: CompiledQuery, chunkSize?: number) => inner.streamQuery<R>(query, chunkSize),
+    };
+    this.connections.set(wrapped, inner);
+    return wrapped;
+  }
+
+  beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    return this.guard(() => this.driver.beginTransaction(this.unwrap(connection), settings));
+  }
+
+  commitTransaction(connection: DatabaseConnection): Promise<void> {
+    return this.guard(() => this.driver.commitTransaction(this.unwrap(connection)));
+  }
+
+  rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    return this.guard(() => this.driver.rollbackTransaction(this.unwrap(connection)));
+  }
+
+  releaseConnection(connection: DatabaseConnection): Promise<void> {
+    return this.driver.releaseConnection(this.unwrap(connection));
+  }
+
+  destroy(): Promise<void> {
+    return this.driver.destroy();
+  }
+}
+
+/** What a store says about itself for /readyz. */
+export interface StoreHealth {
+  state: 'ready' | 'failed';
+  detail?: string;
+}
+
+/** The database's readiness: a probe query, shared by concurrent askers. */
+export function databaseHealth(database: OpenDatabase): { health(): Promise<StoreHealth> } {
+  let inFlight: Promise<StoreHealth> | undefined;
+  return {
+    health: () =>
+      (inFlight ??= database
+        .probe()
+        .then((): StoreHealth => ({ state: 'ready' }))
+        .catch((): StoreHealth => ({ state: 'failed', detail: 'the database does not answer' }))
+        .finally(() => (inFlight = undefined))),
+  };
 }

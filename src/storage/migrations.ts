@@ -59,6 +59,26 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('client_secret_sessions_expires_at').on('client_secret_sessions').column('expires_at').execute();
     },
   },
+  // Which node carries each call, and the nodes' heartbeats: a crashed node's calls are recorded
+  // failed (node_lost) by its next start or by the other nodes. (0002 is main's
+  // client_secret_sessions; migrations apply in name order.)
+  '0003_nodes': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('nodes')
+        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('started_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('heartbeat_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('stopped_at', 'varchar(32)')
+        .addColumn('hostname', 'varchar(255)', (c) => c.notNull())
+        .addColumn('pid', 'integer', (c) => c.notNull())
+        .addColumn('version', 'varchar(32)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('nodes_heartbeat_at').on('nodes').column('heartbeat_at').execute();
+      await db.schema.alterTable('conversations').addColumn('node_id', 'varchar(64)').execute();
+      await db.schema.createIndex('conversations_node_state').on('conversations').columns(['node_id', 'state']).execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -22,7 +22,10 @@ export interface RunningServer {
   stop: (signal?: NodeJS.Signals, opts?: { keepData?: boolean }) => Promise<number | null>;
 }
 
-/** `nodeArgs` go to node before the CLI (a benchmark's `--cpu-prof`, `--perf-basic-prof`). */
+/**
+ * Starts `parley serve`. `nodeArgs` go to node itself (e.g. --expose-gc, which makes each /metrics
+ * scrape force a full GC before counting live call sessions). DATA_DIR in `extraEnv` is kept at stop.
+ */
 export async function startServer(extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<RunningServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-test-'));
   const env: NodeJS.ProcessEnv = {
@@ -37,6 +40,7 @@ export async function startServer(extraEnv: Record<string, string> = {}, nodeArg
     LOG_LEVEL: 'warn',
     ...extraEnv,
   };
+  if (env.DATA_DIR !== dataDir) rmSync(dataDir, { recursive: true, force: true });
   const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', CLI, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -104,6 +108,12 @@ export async function http(
     // keep text
   }
   return { status: res.status, headers: res.headers, body: parsed };
+}
+
+/** The value of an unlabelled metric on GET /metrics (NaN when absent). */
+export async function metric(baseUrl: string, name: string): Promise<number> {
+  const text = await (await fetch(baseUrl + '/metrics')).text();
+  return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
 }
 
 export async function mintToken(baseUrl: string, apiKey: string): Promise<string> {

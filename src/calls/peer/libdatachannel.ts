@@ -3,12 +3,15 @@ import ndc from 'node-datachannel';
 import type { AnswerRequest, MessageChannel, PeerFactory, PeerFactoryOptions, PeerState, ServerPeer } from './types.js';
 
 const STATES = new Set<PeerState>(['new', 'connecting', 'connected', 'disconnected', 'failed', 'closed']);
+const noop = () => {};
 
 class LibDataChannelPeer implements ServerPeer {
   private readonly pc: ndc.PeerConnection;
   private audioTrack: ndc.Track | undefined;
-  private audioCb: (p: Buffer) => void = () => {};
-  private videoCb: (p: Buffer) => void = () => {};
+  private readonly tracks: ndc.Track[] = [];
+  private readonly channels: ndc.DataChannel[] = [];
+  private audioCb: (p: Buffer) => void = noop;
+  private videoCb: (p: Buffer) => void = noop;
   private closed = false;
 
   constructor(
@@ -30,6 +33,7 @@ class LibDataChannelPeer implements ServerPeer {
     audio.addOpusCodec(plan.opusPayloadType);
     audio.addSSRC(req.audioSsrc, 'parley', 'parley', 'agent-audio');
     this.audioTrack = this.pc.addTrack(audio);
+    this.tracks.push(this.audioTrack);
     this.audioTrack.onMessage((msg) => this.audioCb(msg));
 
     if (plan.video) {
@@ -39,6 +43,7 @@ class LibDataChannelPeer implements ServerPeer {
         else video.addH264Codec(c.payloadType);
       }
       const videoTrack = this.pc.addTrack(video);
+      this.tracks.push(videoTrack);
       videoTrack.onMessage((msg) => this.videoCb(msg));
     }
 
@@ -72,7 +77,11 @@ class LibDataChannelPeer implements ServerPeer {
   }
 
   onDataChannel(cb: (channel: MessageChannel) => void): void {
-    this.pc.onDataChannel((dc) => cb(wrapChannel(dc)));
+    this.pc.onDataChannel((dc) => {
+      if (this.closed) return void dc.close();
+      this.channels.push(dc);
+      cb(wrapChannel(dc));
+    });
   }
 
   onAudioPacket(cb: (packet: Buffer) => void): void {
@@ -92,10 +101,42 @@ class LibDataChannelPeer implements ServerPeer {
     }
   }
 
+  /**
+   * node-datachannel holds each JS callback in a thread-safe function, a GC root, until the native
+   * object reports itself closed, which a closed peer connection's callbacks do not always get to
+   * do: every call's session stayed reachable through them. So every callback we set is replaced
+   * by a no-op first, then the channels, tracks and connection are closed (which releases the rest).
+   */
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.pc.close();
+    for (const dc of this.channels) {
+      quietly(() => dc.onMessage(noop));
+      quietly(() => dc.onClosed(noop));
+      quietly(() => dc.close());
+    }
+    for (const track of this.tracks) {
+      quietly(() => track.onMessage(noop));
+      quietly(() => track.close());
+    }
+    quietly(() => this.pc.onStateChange(noop));
+    quietly(() => this.pc.onGatheringStateChange(noop));
+    quietly(() => this.pc.onDataChannel(noop));
+    quietly(() => this.pc.close());
+    this.channels.length = 0;
+    this.tracks.length = 0;
+    this.audioTrack = undefined;
+    this.audioCb = noop;
+    this.videoCb = noop;
+  }
+}
+
+/** Runs a native call that throws on an already-destroyed object; there is nothing left to release then. */
+function quietly(run: () => void): void {
+  try {
+    run();
+  } catch {
+    // already closed
   }
 }
 

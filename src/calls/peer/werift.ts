@@ -2,6 +2,7 @@
 // stack behind the same interface as libdatachannel, so the two can be swapped and measured.
 import { parse as parseSdp } from 'sdp-transform';
 import {
+  EventDisposer,
   RTCPeerConnection,
   RTCRtpCodecParameters,
   RtcpPacketConverter,
@@ -17,14 +18,17 @@ import {
 import type { AnswerRequest, MessageChannel, PeerFactory, PeerFactoryOptions, PeerState, ServerPeer } from './types.js';
 
 const STATES = new Set<PeerState>(['new', 'connecting', 'connected', 'disconnected', 'failed', 'closed']);
+const noop = () => {};
 
 class WeriftPeer implements ServerPeer {
   private pc: RTCPeerConnection | undefined;
   private audio: RTCRtpTransceiver | undefined;
-  private stateCb: (state: PeerState) => void = () => {};
-  private channelCb: (channel: MessageChannel) => void = () => {};
-  private audioCb: (p: Buffer) => void = () => {};
-  private videoCb: (p: Buffer) => void = () => {};
+  private stateCb: (state: PeerState) => void = noop;
+  private channelCb: (channel: MessageChannel) => void = noop;
+  private audioCb: (p: Buffer) => void = noop;
+  private videoCb: (p: Buffer) => void = noop;
+  /** Every subscription we make on werift's events, undone at close. */
+  private readonly subscriptions = new EventDisposer();
   private closed = false;
 
   constructor(private readonly opts: PeerFactoryOptions) {}
@@ -50,12 +54,15 @@ class WeriftPeer implements ServerPeer {
       ...(bind ? { iceFilterCandidatePair: (pair: { protocol: { localIp?: string } }) => pair.protocol.localIp === bind } : {}),
     });
     this.pc = pc;
-    pc.connectionStateChange.subscribe((state) => {
-      // werift reports "closed" synchronously inside close(); hand states on a microtask later, as
-      // libdatachannel's arrive from its own thread, so a caller closing us is never re-entered.
-      if (STATES.has(state as PeerState)) queueMicrotask(() => this.stateCb(state as PeerState));
-    });
-    pc.onDataChannel.subscribe((dc) => whenOpen(dc, () => this.channelCb(wrapChannel(dc))));
+    const subs = this.subscriptions;
+    pc.connectionStateChange
+      .subscribe((state) => {
+        // werift reports "closed" synchronously inside close(); hand states on a microtask later, as
+        // libdatachannel's arrive from its own thread, so a caller closing us is never re-entered.
+        if (STATES.has(state as PeerState)) queueMicrotask(() => this.stateCb(state as PeerState));
+      })
+      .disposer(subs);
+    pc.onDataChannel.subscribe((dc) => whenOpen(dc, subs, () => this.channelCb(wrapChannel(dc, subs)))).disposer(subs);
 
     // Our audio transceiver, matched by kind to the offer's audio m-line (mid and Opus payload type
     // come from the offer). Its sender takes our SSRC, so the answer announces the SSRC our RTP
@@ -64,10 +71,10 @@ class WeriftPeer implements ServerPeer {
     (audio.sender as { ssrc: number }).ssrc = req.audioSsrc;
     audio.receiver.rtcpSsrc = req.audioSsrc;
     this.audio = audio;
-    forwardRtp(audio, (p) => this.audioCb(p));
+    forwardRtp(audio, subs, (p) => this.audioCb(p));
     if (plan.video) {
       const video = pc.addTransceiver('video', { direction: req.receiveVideo && plan.video.codecs.length ? 'recvonly' : 'inactive' });
-      forwardRtp(video, (p) => this.videoCb(p));
+      forwardRtp(video, subs, (p) => this.videoCb(p));
     }
 
     await pc.setRemoteDescription({ type: 'offer', sdp: req.offerSdp });
@@ -84,7 +91,7 @@ class WeriftPeer implements ServerPeer {
         resolve();
       };
       if (pc.iceGatheringState === 'complete') return done();
-      pc.iceGatheringStateChange.subscribe((state) => state === 'complete' && done());
+      pc.iceGatheringStateChange.subscribe((state) => state === 'complete' && done()).disposer(subs);
     });
     await pc.setLocalDescription(await pc.createAnswer());
     await gathered;
@@ -96,12 +103,14 @@ class WeriftPeer implements ServerPeer {
   }
 
   private watch(transport: RTCDtlsTransport): void {
-    transport.onStateChange.subscribe((state) => {
-      if (state === 'connected' && transport.dtls) skipPastFinishedRecord(transport.dtls);
-      // The client's DTLS alert (its pc.close()) is a hang-up; werift leaves the peer connection
-      // "connected" until ICE consent expires, libdatachannel reports it as disconnected.
-      if (state === 'closed' && !this.closed) this.stateCb('disconnected');
-    });
+    transport.onStateChange
+      .subscribe((state) => {
+        if (state === 'connected' && transport.dtls) skipPastFinishedRecord(transport.dtls);
+        // The client's DTLS alert (its pc.close()) is a hang-up; werift leaves the peer connection
+        // "connected" until ICE consent expires, libdatachannel reports it as disconnected.
+        if (state === 'closed' && !this.closed) this.stateCb('disconnected');
+      })
+      .disposer(this.subscriptions);
   }
 
   onStateChange(cb: (state: PeerState) => void): void {
@@ -136,10 +145,22 @@ class WeriftPeer implements ServerPeer {
     }
   }
 
+  /**
+   * Undoes every subscription and forgets every callback before closing, so that whatever werift
+   * keeps alive after close (timers, sockets being torn down) cannot keep the call's session alive.
+   */
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    void this.pc?.close().catch(() => {});
+    this.subscriptions.dispose();
+    this.stateCb = noop;
+    this.channelCb = noop;
+    this.audioCb = noop;
+    this.videoCb = noop;
+    const pc = this.pc;
+    this.pc = undefined;
+    this.audio = undefined;
+    void pc?.close().catch(() => {});
   }
 }
 
@@ -155,12 +176,14 @@ function skipPastFinishedRecord(socket: DtlsSocket): void {
 }
 
 /** Hands every RTP packet and sender report of a transceiver's remote track(s) on as raw bytes. */
-function forwardRtp(transceiver: RTCRtpTransceiver, cb: (packet: Buffer) => void): void {
-  transceiver.onTrack.subscribe((track) => {
-    track.onReceiveRtp.subscribe((rtp) => cb(rtp.serialize()));
-  });
+function forwardRtp(transceiver: RTCRtpTransceiver, subs: EventDisposer, cb: (packet: Buffer) => void): void {
+  transceiver.onTrack
+    .subscribe((track) => {
+      track.onReceiveRtp.subscribe((rtp) => cb(rtp.serialize())).disposer(subs);
+    })
+    .disposer(subs);
   // The client's sender reports (for our receiver reports' LSR/DLSR), as libdatachannel passes them.
-  transceiver.receiver.onRtcp.subscribe((rtcp) => cb(rtcp.serialize()));
+  transceiver.receiver.onRtcp.subscribe((rtcp) => cb(rtcp.serialize())).disposer(subs);
 }
 
 /**
@@ -191,16 +214,17 @@ function offeredVideoCodecs(offerSdp: string, mid: string): string[] {
  * werift announces a remote channel before marking it open and before queueing its DCEP ACK: hand
  * it on once open, a turn later, so the ACK leaves before our first message (as libdatachannel does).
  */
-function whenOpen(dc: RTCDataChannel, cb: () => void): void {
+function whenOpen(dc: RTCDataChannel, subs: EventDisposer, cb: () => void): void {
   if (dc.readyState === 'open') return void setImmediate(cb);
   const sub = dc.stateChanged.subscribe((state) => {
     if (state !== 'open') return;
     sub.unSubscribe();
     setImmediate(cb);
   });
+  sub.disposer(subs);
 }
 
-function wrapChannel(dc: RTCDataChannel): MessageChannel {
+function wrapChannel(dc: RTCDataChannel, subs: EventDisposer): MessageChannel {
   return {
     label: dc.label,
     send: (text) => {
@@ -212,10 +236,8 @@ function wrapChannel(dc: RTCDataChannel): MessageChannel {
         return false;
       }
     },
-    onMessage: (cb) => dc.onMessage.subscribe((msg) => cb(typeof msg === 'string' ? msg : msg.toString('utf8'))),
-    onClose: (cb) => {
-      dc.stateChanged.subscribe((state) => state === 'closed' && cb());
-    },
+    onMessage: (cb) => void dc.onMessage.subscribe((msg) => cb(typeof msg === 'string' ? msg : msg.toString('utf8'))).disposer(subs),
+    onClose: (cb) => void dc.stateChanged.subscribe((state) => state === 'closed' && cb()).disposer(subs),
     close: () => dc.close(),
   };
 }

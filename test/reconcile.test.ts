@@ -1,0 +1,102 @@
+// A node dies mid-call (kill -9): its calls' records must not stay `active`. Restarted on the same
+// store, the node records its earlier incarnation's calls failed at once; on a shared PostgreSQL,
+// the other nodes do it once the dead node has been silent for NODE_LOST_AFTER_MS.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { openCall, type RtcClient } from './helpers/rtcClient.ts';
+import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { until } from './helpers/wait.ts';
+
+const record = async (server: RunningServer, apiKey: string, id: string) =>
+  (await http(server.baseUrl, `/v1/realtime/conversations/${id}`, { token: apiKey })).body;
+
+async function connectedCall(server: RunningServer, apiKey: string): Promise<RtcClient> {
+  const client = await openCall(server.baseUrl, await mintToken(server.baseUrl, apiKey), { params: { model: 'audio-echo' } });
+  await client.waitConnected();
+  await until('the call recorded active', () => record(server, apiKey, client.conversationId), (r) => r.state === 'active');
+  return client;
+}
+
+describe('a single node (SQLite) killed mid-call and started again', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'parley-reconcile-'));
+  let server: RunningServer;
+  after(async () => {
+    await server?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('the call left active by the killed process is recorded failed (node_lost) at the next start', async () => {
+    server = await startServer({ DATA_DIR: dataDir });
+    const apiKey = server.devKey;
+    const client = await connectedCall(server, apiKey);
+    await server.stop('SIGKILL');
+    client.close();
+    server = await startServer({ DATA_DIR: dataDir });
+    const rec = await record(server, apiKey, client.conversationId);
+    assert.equal(rec.state, 'failed', 'recorded before the node answers its first request');
+    assert.equal(rec.end_reason, 'node_lost');
+    assert.ok(rec.ended_at);
+    await until('the log line', () => server.stderr(), (text) => /calls left unfinished by this node's previous run recorded failed/.test(text));
+  });
+});
+
+describe('two nodes on one PostgreSQL, one killed mid-call', () => {
+  const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const dbName = `parley_reconcile_${randomBytes(4).toString('hex')}`;
+  const LOST_AFTER_MS = 3000;
+  let nodeA: RunningServer;
+  let nodeB: RunningServer;
+
+  async function admin(sql: string): Promise<void> {
+    const client = new pg.Client({ connectionString: ADMIN_URL });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  }
+
+  before(async () => {
+    await admin(`CREATE DATABASE ${dbName}`);
+    const shared = {
+      DATABASE_URL: ADMIN_URL.replace(/\/[^/]*$/, `/${dbName}`),
+      API_KEY_PEPPER: randomBytes(32).toString('hex'),
+      TURN_SECRETS: randomBytes(24).toString('hex'),
+      NODE_HEARTBEAT_MS: '500',
+      NODE_LOST_AFTER_MS: String(LOST_AFTER_MS),
+    };
+    nodeA = await startServer(shared);
+    nodeB = await startServer({ ...shared, CREATE_DEV_KEY: 'false' });
+  });
+  after(async () => {
+    await nodeA?.stop();
+    await nodeB?.stop();
+    await admin(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  });
+
+  test("the survivor records the dead node's call failed (node_lost) and leaves its own alone", async (t) => {
+    const apiKey = nodeA.devKey;
+    const onA = await connectedCall(nodeA, apiKey);
+    const onB = await connectedCall(nodeB, apiKey);
+    try {
+      await nodeA.stop('SIGKILL');
+      const killedAt = Date.now();
+      // The bound: silent for NODE_LOST_AFTER_MS, then at most one heartbeat and the sweep.
+      const rec = await until('the dead node’s call to be reconciled', () => record(nodeB, apiKey, onA.conversationId), (r) => r.state !== 'active', LOST_AFTER_MS * 4);
+      assert.equal(rec.state, 'failed');
+      assert.equal(rec.end_reason, 'node_lost');
+      t.diagnostic(`node_lost recorded ${Date.now() - killedAt} ms after kill -9 (NODE_LOST_AFTER_MS=${LOST_AFTER_MS}, heartbeat 500 ms)`);
+      assert.equal((await record(nodeB, apiKey, onB.conversationId)).state, 'active', 'the live node’s call is untouched');
+      assert.equal(onB.pc.connectionState, 'connected');
+    } finally {
+      onA.close();
+      onB.close();
+    }
+  });
+});

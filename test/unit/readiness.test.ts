@@ -1,0 +1,35 @@
+// The readiness registry behind /readyz.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ReadinessChecks } from '../../src/observability/readiness.ts';
+
+test('ready while no check is starting or failed (degraded still serves); each check reports its own state', async () => {
+  const checks = new ReadinessChecks();
+  assert.deepEqual(await checks.evaluate(), { ready: true, checks: {} });
+  let speech: 'starting' | 'ready' | 'degraded' = 'starting';
+  checks.register('database', () => ({ state: 'ready' }));
+  checks.register('speech', { health: () => ({ state: speech, detail: speech === 'ready' ? undefined : 'loading models' }) });
+  checks.register('redis', async () => ({ state: 'ready' }));
+  assert.deepEqual(await checks.evaluate(), {
+    ready: false,
+    checks: { database: { state: 'ready' }, speech: { state: 'starting', detail: 'loading models' }, redis: { state: 'ready' } },
+  });
+  // Degraded serves (an HTTP engine after one failed request): taking the node out of rotation
+  // would keep it from ever succeeding again.
+  speech = 'degraded';
+  assert.equal((await checks.evaluate()).ready, true, 'degraded is ready');
+  speech = 'ready';
+  assert.equal((await checks.evaluate()).ready, true);
+});
+
+test('a check that throws or hangs counts as failed', async () => {
+  const checks = new ReadinessChecks();
+  checks.register('throws', () => {
+    throw new Error('boom');
+  });
+  checks.register('hangs', () => new Promise(() => {}));
+  const result = await checks.evaluate(50);
+  assert.equal(result.ready, false);
+  assert.deepEqual(result.checks.throws, { state: 'failed', detail: 'boom' });
+  assert.deepEqual(result.checks.hangs, { state: 'failed', detail: 'no answer within 50 ms' });
+});
