@@ -174,7 +174,7 @@ describe('the SIGTERM drain', () => {
     pending.close();
     const exited = new Promise<number | null>((resolve) => server.proc.once('exit', resolve));
     server.proc.kill('SIGTERM');
-    const draining = await until('/readyz to say the node is shutting down', () => http(server.baseUrl, '/readyz'), (r) => r.status === 503);
+    const draining = await until('/readyz to say the node is shutting down', () => http(server.baseUrl, '/readyz'), (r) => r.status === 503 && r.body.checks.node.state === 'failed');
     assert.equal(draining.body.checks.node.state, 'failed');
     assert.equal((await http(server.baseUrl, '/healthz')).status, 200, 'still alive while draining');
     for (const [path, opts] of [

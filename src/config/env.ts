@@ -329,6 +329,7 @@ type Parsed = { [K in keyof Settings]: ReturnType<Settings[K]['parse']> | (Setti
 export type Config = Omit<Parsed, 'DATABASE_URL'> & { DATABASE_URL: string };
 
 /** Rules between settings. */
+/** Rules between settings; a setting that did not parse is undefined and its rules do not apply. */
 function crossChecks(c: Parsed): string[] {
   const problems: string[] = [];
   // A provider chosen by name needs its service's URL.
@@ -356,7 +357,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
   }
   const parsed = out as Parsed;
-  if (!problems.length) problems.push(...crossChecks(parsed));
+  problems.push(...crossChecks(parsed));
   if (problems.length) throw new ConfigError(problems);
   return { ...parsed, DATABASE_URL: parsed.DATABASE_URL ?? `sqlite:${parsed.DATA_DIR.replace(/\/$/, '')}/parley.db` };
 }
