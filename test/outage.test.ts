@@ -38,41 +38,44 @@ describe('PostgreSQL stops and starts under a running node', () => {
     const token = await mintToken(server.baseUrl, server.devKey);
     assert.equal((await http(server.baseUrl, '/v1/realtime/ice-config', { token })).status, 200);
     const call = await openCall(server.baseUrl, token, { params: { model: 'audio-echo' } });
-    await call.waitConnected();
-    await call.nextEvent('session.created');
-    await until('the call recorded active', () => record(server, call.conversationId), (r) => r.body.state === 'active');
-    // Ready once every check is (speech engines may still be loading their models).
-    await until('/readyz to be ready', () => http(server.baseUrl, '/readyz'), (r) => r.status === 200, 60_000);
-
-    await pg.stop();
-    const notReady = await until('/readyz to report the database', () => http(server.baseUrl, '/readyz'), (r) => r.status === 503);
-    assert.equal(notReady.body.status, 'not_ready');
-    assert.equal(notReady.body.checks.database.state, 'failed');
-    assert.equal(notReady.body.checks.node.state, 'ready');
-
-    // From memory: the key this node has seen, token minting, token checks, ice-config.
-    const minted = await http(server.baseUrl, '/v1/realtime/client-secrets', { method: 'POST', token: server.devKey });
-    assert.equal(minted.status, 200, JSON.stringify(minted.body));
-    assert.equal((await http(server.baseUrl, '/v1/realtime/ice-config', { token: minted.body.ephemeral_token })).status, 200);
-    assert.equal((await http(server.baseUrl, '/v1/realtime/ice-config', { token })).status, 200);
-    assert.equal((await http(server.baseUrl, '/v1/realtime/models', { token })).status, 200);
-    assert.equal((await http(server.baseUrl, '/healthz')).status, 200, 'liveness is not readiness');
-
-    // What needs the database: 503 with Retry-After, in Shape A.
-    const offer = { sdp: call.offerSdp, type: 'offer', candidates: [] };
-    assertUnavailable(await http(server.baseUrl, '/v1/realtime/calls', { token, body: { offer, params: {} } }), 'calls');
-    assertUnavailable(await record(server, call.conversationId), 'conversation read');
     const unknownKey = 'sk_parley_ai_' + 'x'.repeat(40);
-    assertUnavailable(await http(server.baseUrl, '/v1/realtime/client-secrets', { method: 'POST', token: unknownKey }), 'a key never seen');
     // A token naming a signing key this node has not loaded cannot be judged without the store.
     const [, payload, signature] = token.split('.');
     const otherKid = `${Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid: 'sk-rotated-elsewhere' })).toString('base64url')}.${payload}.${signature}`;
-    for (let i = 0; i < 2; i++) assertUnavailable(await http(server.baseUrl, '/v1/realtime/ice-config', { token: otherKid }), 'an unknown signing key');
+    try {
+      await call.waitConnected();
+      await call.nextEvent('session.created');
+      await until('the call recorded active', () => record(server, call.conversationId), (r) => r.body.state === 'active');
+      // Ready once every check is (speech engines may still be loading their models).
+      await until('/readyz to be ready', () => http(server.baseUrl, '/readyz'), (r) => r.status === 200, 60_000);
 
-    // The live call goes on, and its hang-up is kept until the database is back.
-    call.send({ type: 'session.update', session: { voice: 'Juan' } });
-    assert.equal((await call.nextEvent('session.updated')).session.voice, 'Juan');
-    call.close();
+      await pg.stop();
+      const notReady = await until('/readyz to report the database', () => http(server.baseUrl, '/readyz'), (r) => r.status === 503);
+      assert.equal(notReady.body.status, 'not_ready');
+      assert.equal(notReady.body.checks.database.state, 'failed');
+      assert.equal(notReady.body.checks.node.state, 'ready');
+
+      // From memory: the key this node has seen, token minting, token checks, ice-config.
+      const minted = await http(server.baseUrl, '/v1/realtime/client-secrets', { method: 'POST', token: server.devKey });
+      assert.equal(minted.status, 200, JSON.stringify(minted.body));
+      assert.equal((await http(server.baseUrl, '/v1/realtime/ice-config', { token: minted.body.ephemeral_token })).status, 200);
+      assert.equal((await http(server.baseUrl, '/v1/realtime/ice-config', { token })).status, 200);
+      assert.equal((await http(server.baseUrl, '/v1/realtime/models', { token })).status, 200);
+      assert.equal((await http(server.baseUrl, '/healthz')).status, 200, 'liveness is not readiness');
+
+      // What needs the database: 503 with Retry-After, in Shape A.
+      const offer = { sdp: call.offerSdp, type: 'offer', candidates: [] };
+      assertUnavailable(await http(server.baseUrl, '/v1/realtime/calls', { token, body: { offer, params: {} } }), 'calls');
+      assertUnavailable(await record(server, call.conversationId), 'conversation read');
+      assertUnavailable(await http(server.baseUrl, '/v1/realtime/client-secrets', { method: 'POST', token: unknownKey }), 'a key never seen');
+      for (let i = 0; i < 2; i++) assertUnavailable(await http(server.baseUrl, '/v1/realtime/ice-config', { token: otherKid }), 'an unknown signing key');
+
+      // The live call goes on, and its hang-up is kept until the database is back.
+      call.send({ type: 'session.update', session: { voice: 'Juan' } });
+      assert.equal((await call.nextEvent('session.updated')).session.voice, 'Juan');
+    } finally {
+      call.close();
+    }
     await until('the hang-up to end the call', () => metric(server.baseUrl, 'parley_active_calls'), (n) => n === 0);
 
     await pg.start();

@@ -17,9 +17,14 @@ const record = async (server: RunningServer, apiKey: string, id: string) =>
 
 async function connectedCall(server: RunningServer, apiKey: string): Promise<RtcClient> {
   const client = await openCall(server.baseUrl, await mintToken(server.baseUrl, apiKey), { params: { model: 'audio-echo' } });
-  await client.waitConnected();
-  await until('the call recorded active', () => record(server, apiKey, client.conversationId), (r) => r.state === 'active');
-  return client;
+  try {
+    await client.waitConnected();
+    await until('the call recorded active', () => record(server, apiKey, client.conversationId), (r) => r.state === 'active');
+    return client;
+  } catch (err) {
+    client.close();
+    throw err;
+  }
 }
 
 describe('a single node (SQLite) killed mid-call and started again', () => {
@@ -83,8 +88,9 @@ describe('two nodes on one PostgreSQL, one killed mid-call', () => {
   test("the survivor records the dead node's call failed (node_lost) and leaves its own alone", async (t) => {
     const apiKey = nodeA.devKey;
     const onA = await connectedCall(nodeA, apiKey);
-    const onB = await connectedCall(nodeB, apiKey);
+    let onB: RtcClient | undefined;
     try {
+      onB = await connectedCall(nodeB, apiKey);
       await nodeA.stop('SIGKILL');
       const killedAt = Date.now();
       // The bound: silent for NODE_LOST_AFTER_MS, then at most one heartbeat and the sweep.
@@ -96,7 +102,7 @@ describe('two nodes on one PostgreSQL, one killed mid-call', () => {
       assert.equal(onB.pc.connectionState, 'connected');
     } finally {
       onA.close();
-      onB.close();
+      onB?.close();
     }
   });
 });

@@ -3,6 +3,7 @@
 // tokens: a retired secret still verifies until every token it signed has expired.
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import type { Db } from '../storage/db.js';
+import { StoreUnavailable } from '../storage/unavailable.js';
 import { randomId } from './ids.js';
 
 export interface SigningKey {
@@ -52,17 +53,18 @@ export class SigningKeyStore {
 
   /**
    * Re-reads the store at most once a second (another node may have rotated), or at once when the
-   * last reload failed and the database has answered since. Otherwise a failed reload's error is
-   * thrown again: without the store, an unknown key is unknowable, not absent.
+   * last reload failed and the database has answered since. While the database is unavailable,
+   * rejects with StoreUnavailable: without the store, an unknown key is unknowable, not absent.
    */
   async reloadIfStale(minIntervalMs = 1000): Promise<boolean> {
     const recovered = this.lastReloadError !== undefined && this.storeAvailability.up;
-    if (Date.now() - this.lastReload < minIntervalMs && !recovered) {
-      if (this.lastReloadError) throw this.lastReloadError;
-      return false;
+    if (Date.now() - this.lastReload >= minIntervalMs || recovered) {
+      await this.reload();
+      return true;
     }
-    await this.reload();
-    return true;
+    if (this.lastReloadError) throw this.lastReloadError;
+    if (!this.storeAvailability.up) throw new StoreUnavailable('database', 'unreachable');
+    return false;
   }
 
   async reload(): Promise<void> {
