@@ -143,6 +143,25 @@ describe('offline pipeline', () => {
     }
   });
 
+  test('a session.update to a model another agent runs keeps everything said in the call', async () => {
+    const client = await call(server, { model: 'parley-offline' });
+    try {
+      typed(client, 'My name is Alice.');
+      assert.match((await client.nextEvent('response.output_item.done')).text, /Alice/);
+      // To the audio-echo agent and back: each switch replaces the agent behind the call.
+      for (const model of ['audio-echo', 'parley-offline']) {
+        const from = client.events.length;
+        client.send({ event: 'session.update', data: { model } });
+        assert.equal((await nextAfter(client, 'session.updated', from)).session.model, model);
+      }
+      const from = client.events.length;
+      typed(client, 'What is my name?');
+      assert.equal((await nextAfter(client, 'response.output_item.done', from)).text, 'Your name is Alice.');
+    } finally {
+      client.close();
+    }
+  });
+
   test('history and resume: a second call resuming the first sees its turns', async () => {
     const first = await call(server, { history: true });
     typed(first, 'My name is Alice.');

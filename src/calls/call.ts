@@ -72,6 +72,7 @@ export class Call implements CallControl {
         if (this.current.modalities.includes('video')) this.host.agent.onVideoFrame?.(frame);
       },
       activity: () => this.lifecycle.activity(),
+      failure: (err) => this.mediaFailed(err),
     });
     this.host = new AgentHost(
       {
@@ -206,6 +207,14 @@ export class Call implements CallControl {
     });
     protocol.opened();
     for (const event of this.pending.splice(0)) protocol.deliver(event);
+  }
+
+  /** The media path threw: said to the client, logged, and the call ends (its audio cannot be trusted). */
+  private mediaFailed(err: Error): void {
+    if (this.lifecycle.ended) return;
+    this.opts.log.error({ err, conversation: this.id }, 'media path failed');
+    this.emit({ type: 'error', kind: 'server_error', code: 'media_failed', message: 'The call\'s media failed on the server; the call ends.' });
+    this.lifecycle.end('failed', 'media_failed');
   }
 
   private emit(event: CallEvent): void {

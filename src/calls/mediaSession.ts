@@ -16,6 +16,8 @@ export interface MediaSink {
   video(frame: VideoFrameInfo): void;
   /** Any packet from the caller (activity, for the idle timeout). */
   activity(): void;
+  /** Handling the media threw (a packet in, a tick out, a report): the call cannot be trusted to go on. */
+  failure(err: Error): void;
 }
 
 export class MediaSession {
@@ -28,18 +30,33 @@ export class MediaSession {
     private readonly peer: ServerPeer,
     plan: OfferPlan,
     opusComplexity: number | undefined,
-    sink: MediaSink,
+    private readonly sink: MediaSink,
   ) {
     this.sender = new AudioSender((p) => this.peer.sendAudioPacket(p), randomInt(1, 0xffffffff), plan.opusPayloadType, {
       encoder: { complexity: opusComplexity },
+      onError: (err) => sink.failure(err),
     });
     this.receiver = new AudioReceiver(plan.opusPayloadType, (frame) => sink.audio(frame));
     this.video = plan.video ? new VideoReceiver(plan.video.codecs, (frame) => sink.video(frame)) : undefined;
-    peer.onAudioPacket((p) => {
-      sink.activity();
-      this.receiver.handle(p);
-    });
-    peer.onVideoPacket((p) => this.video?.handle(p));
+    // The stack calls these from its own callbacks: what throws there must not reach it.
+    peer.onAudioPacket(
+      this.guarded((p) => {
+        sink.activity();
+        this.receiver.handle(p);
+      }),
+    );
+    peer.onVideoPacket(this.guarded((p) => this.video?.handle(p)));
+  }
+
+  /** `fn`, with what it throws reported to the sink instead. */
+  private guarded<A extends unknown[]>(fn: (...args: A) => void): (...args: A) => void {
+    return (...args) => {
+      try {
+        fn(...args);
+      } catch (err) {
+        this.sink.failure(err instanceof Error ? err : new Error(String(err)));
+      }
+    };
   }
 
   /** Where the agent's speech goes. */
@@ -55,7 +72,7 @@ export class MediaSession {
   /** The peer is connected: audio leaves on the 20 ms clock, RTCP every second. */
   start(): void {
     this.sender.start();
-    this.reportTimer ??= setInterval(() => this.sendReport(), 1000);
+    this.reportTimer ??= setInterval(this.guarded(() => this.sendReport()), 1000);
   }
 
   stop(): void {

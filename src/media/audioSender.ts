@@ -13,6 +13,8 @@ const MAX_QUEUED_FRAMES = (120 * 1000) / 20;
 export interface AudioSenderOptions {
   encoder?: OpusEncoderOptions;
   clock?: MediaClock;
+  /** A tick that failed (encoding, sending): the call's owner decides what follows. */
+  onError?: (err: Error) => void;
 }
 
 export class AudioSender implements AudioOut {
@@ -37,7 +39,7 @@ export class AudioSender implements AudioOut {
     private readonly send: (packet: Buffer) => boolean,
     readonly ssrc: number,
     private readonly payloadType: number,
-    options: AudioSenderOptions = {},
+    private readonly options: AudioSenderOptions = {},
   ) {
     this.encoder = new OpusFrameEncoder(options.encoder);
     this.clock = options.clock ?? mediaClock;
@@ -45,7 +47,7 @@ export class AudioSender implements AudioOut {
 
   /** Starts the 20 ms cadence (once the peer is connected). */
   start(): void {
-    this.unsubscribe ??= this.clock.subscribe(() => this.tick());
+    this.unsubscribe ??= this.clock.subscribe(() => this.tick(), this.options.onError ?? (() => {}));
   }
 
   stop(): void {

@@ -3,15 +3,17 @@
 type Tick = () => void;
 
 export class MediaClock {
-  private readonly subscribers = new Set<Tick>();
+  /** Each subscriber's tick and what to do when it throws. */
+  private readonly subscribers = new Map<Tick, (err: Error) => void>();
   private timer: NodeJS.Timeout | undefined;
   private start = 0;
   private ticks = 0;
 
   constructor(private readonly periodMs = 20) {}
 
-  subscribe(tick: Tick): () => void {
-    this.subscribers.add(tick);
+  /** Calls `tick` every period; a tick that throws is reported to `onError` and the others go on. */
+  subscribe(tick: Tick, onError: (err: Error) => void): () => void {
+    this.subscribers.set(tick, onError);
     if (!this.timer) this.run();
     return () => {
       this.subscribers.delete(tick);
@@ -37,11 +39,12 @@ export class MediaClock {
       }
       for (let i = 0; i < due; i++) {
         this.ticks++;
-        for (const tick of this.subscribers) {
+        for (const [tick, onError] of this.subscribers) {
           try {
             tick();
-          } catch {
-            // one call's failure must not stop the others' audio
+          } catch (err) {
+            // One call's failure must not stop the others' audio; its owner hears of it.
+            onError(err instanceof Error ? err : new Error(String(err)));
           }
         }
       }
