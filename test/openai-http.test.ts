@@ -54,14 +54,14 @@ describe('OpenAI front door: HTTP', () => {
   test('client_secrets: an ek_ value, its expiry and the effective session', async () => {
     const secret = await openai.realtime.clientSecrets.create({
       expires_after: { anchor: 'created_at', seconds: 300 },
-      session: { type: 'realtime', model: 'gpt-realtime', instructions: 'You are terse.', audio: { output: { voice: 'Victoria' } } },
+      session: { type: 'realtime', model: 'gpt-realtime', instructions: 'You are terse.', audio: { output: { voice: 'marin' } } },
     });
     assert.match(secret.value, /^ek_/);
     const now = Date.now() / 1000;
     assert.ok(secret.expires_at > now + 290 && secret.expires_at < now + 310, `expires_at ${secret.expires_at}`);
     assert.equal(secret.session.type, 'realtime');
     assert.equal((secret.session as any).instructions, 'You are terse.');
-    assert.equal((secret.session as any).audio.output.voice, 'Victoria');
+    assert.equal((secret.session as any).audio.output.voice, 'marin', "OpenAI's voice names are voices here");
     assert.equal((secret.session as any).model, 'gpt-realtime');
 
     // Both token kinds work on every token route: an ek_ secret on Orga's ice-config.

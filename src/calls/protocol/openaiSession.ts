@@ -103,7 +103,7 @@ const SEMANTIC_SILENCE_MS: Record<string, number | undefined> = { low: 1200, hig
 
 /** What a call through the OpenAI front door starts from, before the app's own session. */
 export function openAiDefaultSession(defaults: SessionDefaults): Session {
-  return { ...defaultSession(defaults), model: 'gpt-realtime', voice: VOICE_NAMES.has('alloy') ? 'alloy' : defaultSession(defaults).voice, modalities: ['audio'] };
+  return { ...defaultSession(defaults), model: 'gpt-realtime', voice: 'alloy', modalities: ['audio'] };
 }
 
 export type OpenAiSessionResult = { ok: true; session: Session } | { ok: false; problem: ParamProblem };
