@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { listen, openCall } from './helpers/rtcClient.ts';
 import { mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { encodeWav } from '../src/media/audio/wav.ts';
 import { attachMicrophone, speak } from './helpers/speech.ts';
 
 const requests: { path: string; auth?: string; body: Buffer }[] = [];
@@ -15,22 +16,9 @@ let server: RunningServer;
 
 /** Half a second of a 300 Hz tone as a 24 kHz WAV, what a speech service would return. */
 function toneWav(): Buffer {
-  const n = 12_000;
-  const out = Buffer.alloc(44 + n * 2);
-  out.write('RIFF', 0, 'ascii');
-  out.writeUInt32LE(36 + n * 2, 4);
-  out.write('WAVEfmt ', 8, 'ascii');
-  out.writeUInt32LE(16, 16);
-  out.writeUInt16LE(1, 20);
-  out.writeUInt16LE(1, 22);
-  out.writeUInt32LE(24_000, 24);
-  out.writeUInt32LE(48_000, 28);
-  out.writeUInt16LE(2, 32);
-  out.writeUInt16LE(16, 34);
-  out.write('data', 36, 'ascii');
-  out.writeUInt32LE(n * 2, 40);
-  for (let i = 0; i < n; i++) out.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 300 * i) / 24_000)), 44 + i * 2);
-  return out;
+  const tone = new Int16Array(12_000);
+  for (let i = 0; i < tone.length; i++) tone[i] = Math.round(8000 * Math.sin((2 * Math.PI * 300 * i) / 24_000));
+  return encodeWav([tone], 24_000);
 }
 
 before(async () => {
