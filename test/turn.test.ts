@@ -392,12 +392,15 @@ describe("Parley's own coturn (the default: TURN_URLS unset)", () => {
     }
   });
 
-  test('coturn stops with Parley', async () => {
-    const other = await startServer();
-    const pids = await coturnChildren(other);
-    assert.equal(pids.length, 1);
-    assert.equal(await other.stop(), 0);
-    await until('coturn gone', () => isRunning(pids[0]!), (running) => !running);
+  test('coturn stops with Parley, even when Parley is killed', async () => {
+    for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+      const other = await startServer();
+      const pids = await coturnChildren(other);
+      assert.equal(pids.length, 1);
+      // A clean stop exits 0; a killed process has no exit code.
+      assert.equal(await other.stop(signal), signal === 'SIGTERM' ? 0 : null);
+      await until(`coturn gone after ${signal}`, () => isRunning(pids[0]!), (running) => !running);
+    }
   });
 
   test('TURN_ENABLED=false: no TURN entry and no coturn', async () => {

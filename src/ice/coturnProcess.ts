@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BaseLogger } from 'pino';
+import { onPath } from '../system/commands.js';
 
 export type Log = Pick<BaseLogger, 'debug' | 'info' | 'warn'>;
 
@@ -79,7 +80,17 @@ export class CoturnProcess {
 
   private launch(): void {
     const startedAt = Date.now();
-    const child = spawn('turnserver', ['-c', this.configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+    if (!onPath('turnserver')) {
+      this.opts.log.warn('turnserver (Debian package coturn) is not installed: no TURN server; run scripts/setup.sh --runtime');
+      this.opts.onExited('turnserver is not installed');
+      return;
+    }
+    // setpriv (util-linux) has the kernel stop coturn when Parley dies, even by SIGKILL; it then
+    // becomes turnserver itself (same pid).
+    const [cmd, args] = onPath('setpriv')
+      ? ['setpriv', ['--pdeathsig', 'TERM', '--', 'turnserver', '-c', this.configFile]]
+      : ['turnserver', ['-c', this.configFile]];
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     const onOutput = (chunk: Buffer) => {
       for (const line of chunk.toString().split('\n')) {
@@ -96,11 +107,7 @@ export class CoturnProcess {
       this.opts.log.info({ pid: child.pid }, 'coturn started');
       this.opts.onStarted();
     });
-    child.once('error', (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') return;
-      this.opts.log.warn('turnserver (Debian package coturn) is not installed: no TURN server; run scripts/setup.sh --runtime');
-      this.opts.onExited('turnserver is not installed');
-    });
+    child.once('error', (err) => this.opts.log.warn({ err: err.message }, 'coturn could not be started'));
     child.once('exit', (code, signal) => {
       if (this.child === child) this.child = undefined;
       if (this.stopping || !child.pid) return;

@@ -3,11 +3,11 @@
 // the reply is cancelled.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { accessSync, constants } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { resampleTo48k } from '../../media/audio/resample.js';
+import { onPath } from '../../system/commands.js';
 import { readWav } from '../../media/audio/wav.js';
 import type { EngineHealth } from '../health.js';
 import { speakableText } from './clauses.js';
@@ -51,17 +51,6 @@ export async function synthesizeLocally(text: string, voice: string, signal?: Ab
   }
   const pcm = readWav(wav);
   return resampleTo48k(pcm.samples, pcm.sampleRate);
-}
-
-function onPath(cmd: string): boolean {
-  return (process.env.PATH ?? '').split(delimiter).some((dir) => {
-    try {
-      accessSync(join(dir, cmd), constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
 }
 
 /** The local voices as a SpeechEngine: health says which engine is missing, or the last failure. */
