@@ -1,32 +1,60 @@
 // A Parley node: configuration in, HTTP service up, one ready line out, clean shutdown on signals.
+// With PARLEY_WORKERS above 1 the process started is the workers' primary (src/workers.ts) and
+// each worker runs this node.
+import cluster from 'node:cluster';
+import type { Server } from 'node:http';
+import { isIP } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { destination, pino } from 'pino';
+import { destination, pino, type Logger } from 'pino';
 import type { Config } from './config/env.js';
 import { buildApp } from './http/app.js';
 import { createServices } from './services.js';
+import { COTURN_BY_PRIMARY, WORKER_INDEX, runWorkers, type WorkerMessage } from './workers.js';
 
-export async function serve(config: Config): Promise<void> {
+export function createLog(config: Config): Logger {
   // Logs go to stderr as JSON; stdout carries only what a person or a script reads (ready line, dev key).
-  const log = pino(
+  return pino(
     {
       level: config.LOG_LEVEL,
       redact: { paths: ['req.headers.authorization', '*.authorization', '*.token', '*.ephemeral_token', '*.key'], censor: '[redacted]' },
     },
     destination(2),
   );
-  const services = await createServices(config, log);
+}
+
+export async function serve(config: Config): Promise<void> {
+  if (cluster.isPrimary && config.PARLEY_WORKERS > 1) return runWorkers(config, createLog(config));
+  return runNode(config);
+}
+
+async function runNode(config: Config): Promise<void> {
+  const workerIndex = cluster.isWorker ? Number(process.env[WORKER_INDEX]) : undefined;
+  const log = createLog(config).child(workerIndex ? { worker: workerIndex } : {});
+  const services = await createServices(config, log, { coturnRunsElsewhere: process.env[COTURN_BY_PRIMARY] === '1' });
   const app = await buildApp(services, log);
 
-  if (config.CREATE_DEV_KEY && (await services.apiKeys.count()) === 0) {
+  // A worker's primary did this once for all of them.
+  if (!workerIndex && config.CREATE_DEV_KEY && (await services.apiKeys.count()) === 0) {
     const { key, record } = await services.apiKeys.create('development');
     process.stdout.write(`created development API key ${record.id} (shown once, store it now): ${key}\n`);
   }
 
+  // In a worker, the port is shared with the other workers (node:cluster hands connections round).
   await app.listen({ host: config.HOST, port: config.PORT });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
-  const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
-  process.stdout.write(`parley ready at http://${host}:${port}\n`);
+
+  // The node-to-node listener: this process's own port, where the others pass it calls it should
+  // answer and requests for the calls it carries.
+  const internal = app.createInternalServer();
+  const internalPort = config.INTERNAL_PORT ? config.INTERNAL_PORT + (workerIndex ?? 1) - 1 : 0;
+  await listen(internal, config.INTERNAL_HOST, internalPort);
+  const internalAddr = internal.address();
+  const nodeUrl = `http://${urlHost(config.INTERNAL_HOST)}:${typeof internalAddr === 'object' && internalAddr ? internalAddr.port : internalPort}`;
+  await services.announce(nodeUrl).catch((err: Error) => log.warn({ err: err.message }, 'could not record this node in the registry yet (the next heartbeat will)'));
+
+  if (workerIndex) process.send!({ kind: 'listening', port } satisfies WorkerMessage);
+  else process.stdout.write(`parley ready at http://${urlHost(config.HOST)}:${port}\n`);
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -42,6 +70,8 @@ export async function serve(config: Config): Promise<void> {
     // calls get session.ended and are closed and recorded; then the grace period, then the port closes.
     await services.calls.drain('server_shutdown');
     if (config.SHUTDOWN_GRACE_MS) await sleep(config.SHUTDOWN_GRACE_MS);
+    internal.close();
+    internal.closeAllConnections();
     await app.close();
     await services.close();
     // Not libdatachannel's cleanup(): it was seen to deadlock the main thread while closing tracks
@@ -50,4 +80,19 @@ export async function serve(config: Config): Promise<void> {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  // A worker whose primary is gone (even by SIGKILL) drains and leaves.
+  if (workerIndex) process.on('disconnect', () => void stop('primary exited'));
 }
+
+/** Listens on a port of this process's own (`exclusive`: in a worker, not shared through the primary). */
+function listen(server: Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host, port, exclusive: true }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+const urlHost = (host: string) => (isIP(host) === 6 ? `[${host}]` : host);

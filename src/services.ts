@@ -10,6 +10,7 @@ import type { EngineHealth } from './agent/health.js';
 import { endpointingDefaults } from './agent/providers.js';
 import type { AgentRegistry } from './agent/registry.js';
 import { CallManager } from './calls/callManager.js';
+import { NodeDirectory } from './calls/nodeDirectory.js';
 import { CandidateFilter, ownMediaAddresses } from './calls/candidateFilter.js';
 import { Metrics } from './observability/metrics.js';
 import { ReadinessChecks, type Health } from './observability/readiness.js';
@@ -82,6 +83,10 @@ export interface Services extends Store {
   /** /readyz: other parts register their checks here (TURN, speech engines…). */
   readiness: ReadinessChecks;
   nodeId: string;
+  /** The other nodes (and workers) calls can be passed to. */
+  nodeDirectory: NodeDirectory;
+  /** Records where this node's node-to-node listener is, so the others can pass it requests. */
+  announce(url: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -89,7 +94,12 @@ function sessionDefaultsOf(config: Config): SessionDefaults {
   return { turnDetection: { type: 'server_vad', ...endpointingDefaults(config), idleTimeoutMs: null, createResponse: true, interruptResponse: true } };
 }
 
-export async function createServices(config: Config, log: FastifyBaseLogger): Promise<Services> {
+export interface NodeRole {
+  /** A worker whose primary process runs Parley's coturn (on TURN_PORT): this one only checks it. */
+  coturnRunsElsewhere?: boolean;
+}
+
+export async function createServices(config: Config, log: FastifyBaseLogger, role: NodeRole = {}): Promise<Services> {
   // First, so a taken STUN port stops the start before anything else is opened.
   const stun: StunServer | undefined = config.STUN_ENABLED
     ? await startStunServer({ host: config.STUN_BIND || config.HOST, port: config.STUN_PORT })
@@ -97,7 +107,7 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
   if (stun) log.info({ stun: stun.address }, 'embedded STUN server listening');
   const store = await openStore(config, log);
   const metrics = new Metrics();
-  const turn = await TurnService.start(config, store.turnSecrets, log, (url, up) => metrics.turnUp.set({ url }, up ? 1 : 0)).catch(async (err) => {
+  const turn = await TurnService.start(config, store.turnSecrets, log, (url, up) => metrics.turnUp.set({ url }, up ? 1 : 0), role).catch(async (err) => {
     await store.db.destroy();
     await stun?.close();
     throw err;
@@ -146,14 +156,7 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
   const agents = createAgents(config, log, metrics);
   const sessionDefaults = sessionDefaultsOf(config);
   const nodeId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
-  const liveness = new NodeLiveness(
-    new NodeStore(store.db),
-    store.conversations,
-    store.database.availability,
-    { nodeId, heartbeatMs: config.NODE_HEARTBEAT_MS, lostAfterMs: config.NODE_LOST_AFTER_MS },
-    log,
-  );
-  await liveness.start();
+  const nodeStore = new NodeStore(store.db);
   const calls = new CallManager({
     peers,
     conversations: store.conversations,
@@ -175,6 +178,22 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     log,
     metrics,
   });
+  let nodeUrl: string | null = null;
+  const liveness = new NodeLiveness(
+    nodeStore,
+    store.conversations,
+    store.database.availability,
+    {
+      nodeId,
+      heartbeatMs: config.NODE_HEARTBEAT_MS,
+      lostAfterMs: config.NODE_LOST_AFTER_MS,
+      facts: () => ({ url: nodeUrl, calls: calls.activeCount, max_calls: config.MAX_CONCURRENT_CALLS, media_address: config.ICE_PUBLIC_IP ?? config.ICE_BIND_ADDRESS ?? null }),
+    },
+    log,
+  );
+  await liveness.start();
+  // Offered calls only while its heartbeats are recent: a node killed a moment ago is not.
+  const nodeDirectory = new NodeDirectory(nodeStore, { selfId: nodeId, freshForMs: Math.min(config.NODE_LOST_AFTER_MS, 3 * config.NODE_HEARTBEAT_MS) });
   readiness.register('node', () => (calls.isDraining ? { state: 'failed', detail: 'shutting down' } : { state: 'ready' }));
   readiness.register('turn', () => turnReadiness(turn.health()));
   readiness.register('speech', () => speechReadiness(agents.health()));
@@ -187,6 +206,11 @@ export async function createServices(config: Config, log: FastifyBaseLogger): Pr
     metrics,
     readiness,
     nodeId,
+    nodeDirectory,
+    async announce(url) {
+      nodeUrl = url;
+      await liveness.heartbeatNow();
+    },
     agents: agents.registry,
     sessionDefaults,
     turn,

@@ -3,42 +3,11 @@
 // and the error shapes of these forms. The Orga form of the same route is tested in contract.test.ts.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import wrtc from '@roamhq/wrtc';
 import OpenAI from 'openai';
+import { openAiStylePeer } from './helpers/openaiPeer.ts';
 import { waitFor } from './helpers/rtcClient.ts';
 import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
-
-const { RTCPeerConnection } = wrtc as any;
-
-/** A libwebrtc peer shaped like OpenAI's browser transport: audio sendrecv, `oai-events`, no ICE servers. */
-async function openAiStylePeer() {
-  const pc = new RTCPeerConnection({ iceServers: [] });
-  pc.addTransceiver('audio', { direction: 'sendrecv' });
-  const channel = pc.createDataChannel('oai-events');
-  const events: any[] = [];
-  const listeners = new Set<() => void>();
-  channel.onmessage = (e: { data: string }) => {
-    events.push(JSON.parse(e.data));
-    for (const l of listeners) l();
-  };
-  const offer = await pc.createOffer();
-  await pc.setLocalDescription(offer);
-  // Posted at once, like the published clients: the offer carries no candidates.
-  return {
-    pc,
-    channel,
-    events,
-    offerSdp: offer.sdp as string,
-    next(type: string, from = 0, timeoutMs = 10_000): Promise<any> {
-      const found = () => events.slice(from).find((e) => e.type === type);
-      return waitFor(() => !!found(), (cb) => listeners.add(cb), timeoutMs, type).then(() => found());
-    },
-    send(message: object) {
-      channel.send(JSON.stringify(message));
-    },
-  };
-}
 
 describe('OpenAI front door: HTTP', () => {
   let server: RunningServer;

@@ -65,6 +65,11 @@ export class CallManager {
     return this.calls.size;
   }
 
+  /** At the call limit (calls being set up included): another call would be refused. */
+  get isFull(): boolean {
+    return this.calls.size + this.starting >= this.opts.limits.maxConcurrentCalls;
+  }
+
   /** True from the start of a shutdown drain: new work is refused. */
   get isDraining(): boolean {
     return this.draining;
@@ -79,7 +84,7 @@ export class CallManager {
   async create(req: CallRequest): Promise<{ answerSdp: string; conversationId: string }> {
     const { metrics, log, limits } = this.opts;
     if (this.draining) throw new CallCapacityExceeded('The server is shutting down; try another node.');
-    if (this.calls.size + this.starting >= limits.maxConcurrentCalls) {
+    if (this.isFull) {
       throw new CallCapacityExceeded('This server is at its limit of concurrent calls; retry shortly.');
     }
     this.starting++;

@@ -1,6 +1,7 @@
 // Configuration: every setting comes from an environment variable (or `.env` in development),
 // parsed and validated once at start. The table below is also the source of the README's list.
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { looksLikeApiKey } from '../auth/apiKeys.js';
 import { parseCidr } from '../calls/candidateFilter.js';
 
@@ -113,6 +114,17 @@ const portRange: Parser<[number, number] | undefined> = (raw) => {
   return [lo, hi];
 };
 
+/** PARLEY_WORKERS: auto (one per core) or a count. */
+const workers: Parser<number> = (raw) => (raw.trim() === 'auto' ? availableParallelism() : int(1, 256)(raw));
+
+/** An IP address others can reach: not a wildcard. */
+const concreteIp: Parser<string> = (raw) => {
+  const v = raw.trim();
+  if (!isIP(v)) throw new Error(`expected an IP address, got "${raw}"`);
+  if (v === '0.0.0.0' || v === '::') throw new Error('must be a concrete address (the other nodes are given it), not a wildcard');
+  return v;
+};
+
 /** Every variable Parley reads. */
 export const settings = {
   HOST: { doc: 'Address the HTTP server listens on.', default: '127.0.0.1', parse: str },
@@ -181,6 +193,17 @@ export const settings = {
     default: '30000',
     parse: int(500, 3_600_000),
   },
+  PARLEY_WORKERS: {
+    doc: "Processes serving this node's port: auto (one per core), or a number. Each worker carries the calls it answered (its own UDP sockets and agents) and is a node of its own in the registry (NODE_ID-w1, -w2…); a request for a call another worker carries is passed to it.",
+    default: '1',
+    parse: workers,
+  },
+  INTERNAL_HOST: {
+    doc: "Address of each worker's node-to-node listener, where other workers and nodes pass it calls it should answer and requests for calls it carries. Several machines: this machine's address on the network the nodes share (never public). Not a wildcard: it is also the address the others are given.",
+    default: '127.0.0.1',
+    parse: concreteIp,
+  },
+  INTERNAL_PORT: { doc: 'Port of the node-to-node listener (worker N uses INTERNAL_PORT+N-1); 0 picks a free one per worker.', default: '0', parse: int(0, 65535) },
   HTTP_HEADERS_TIMEOUT_MS: { doc: "Time a client has to send a request's headers (slow clients get 408 and are disconnected).", default: '10000', parse: int(1000, 600_000) },
   HTTP_REQUEST_TIMEOUT_MS: { doc: 'Time a client has to send a whole request, body included (408 after it). At least HTTP_HEADERS_TIMEOUT_MS.', default: '30000', parse: int(1000, 600_000) },
   SHUTDOWN_GRACE_MS: {
@@ -273,7 +296,7 @@ export const settings = {
     parse: int(1000, 86_400_000),
   },
   CALL_MAX_DURATION_MS: { doc: 'A call is ended after this long (max_duration).', default: '3600000', parse: int(1000, 86_400_000) },
-  MAX_CONCURRENT_CALLS: { doc: 'Calls this node carries at once; beyond it, calls answers 503 with Retry-After.', default: '50', parse: int(1, 10000) },
+  MAX_CONCURRENT_CALLS: { doc: 'Calls this node (each worker) carries at once; beyond it, a calls request is passed to the least-loaded live node with room (nodes sharing the database), or answered 503 with Retry-After when there is none.', default: '50', parse: int(1, 10000) },
   OPUS_COMPLEXITY: {
     doc: "Opus encoder complexity (0–10) for the agent's voice: encoding is most of a call's CPU; 9 (libopus's default, libwebrtc's on desktops) costs ≈ 1.8× what 5 (libwebrtc's on phones) costs for slightly better sound, 1 about half.",
     default: '5',

@@ -6,7 +6,9 @@ import type { Services } from '../services.js';
 import { StoreUnavailable } from '../storage/unavailable.js';
 import { registerCors } from './cors.js';
 import { HttpError, MESSAGES, OpenAiErrorBody, ShapeA, ShapeB, ValidationFailure, shapeA } from './errors.js';
+import { internalListenerHandler, recognizeForwarded } from './nodeForwarding.js';
 import { answerClientError, createHttpServer, discardUnreadBody } from './server.js';
+import type { RequestListener, Server } from 'node:http';
 import { jsonDepthOverflow, jsonInvalid, jsonTooDeep, toPydanticDetail } from '../session/validation.js';
 import { callRoutes } from './routes/calls.js';
 import { catalogRoutes } from './routes/catalog.js';
@@ -24,12 +26,21 @@ const OPERATOR_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 /** Retry-After of a 503 for a node that is shutting down or has lost its database. */
 const RETRY_AFTER_SECONDS = '5';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** A second server answering like the public one, for the node-to-node listener (not listening yet). */
+    createInternalServer(): Server;
+  }
+}
+
 export async function buildApp(services: Services, logger: FastifyInstance['log'] | false = false): Promise<FastifyInstance> {
   const { config } = services;
+  const limits = { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS };
+  let handler: RequestListener | undefined;
   const app = Fastify({
     loggerInstance: logger || undefined,
     bodyLimit: BODY_LIMIT,
-    serverFactory: (handler) => createHttpServer({ headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS }, handler),
+    serverFactory: (h) => createHttpServer(limits, (handler = h)),
     clientErrorHandler: answerClientError,
     // Per-request logs would be the hot path's biggest cost; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
@@ -43,6 +54,8 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
     routerOptions: { constraints: { callForm: callFormConstraint } },
     ajv: { customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false } },
   }) as unknown as FastifyInstance;
+
+  app.decorate('createInternalServer', () => createHttpServer(limits, internalListenerHandler(handler!)));
 
   await app.register(swagger, {
     openapi: {
@@ -73,6 +86,12 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
     } catch (err) {
       done(new ValidationFailure([jsonInvalid(text, err as Error)]), undefined);
     }
+  });
+
+  // Which node answered (a request passed to another node gets that one's), and which passed it on.
+  app.addHook('onRequest', (req, reply, done) => {
+    reply.header('x-parley-node', services.nodeId);
+    recognizeForwarded(req, reply, done);
   });
 
   // A node that is shutting down answers 503 (never a refused connection) until its port closes.

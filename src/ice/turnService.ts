@@ -74,12 +74,29 @@ export class TurnService {
     private readonly onHealth: (url: string, up: boolean) => void,
   ) {}
 
-  /** Starts Parley's coturn when it runs one, then checks every server once before returning. */
-  static async start(settings: TurnSettings, secrets: string[], log: Log, onHealth: (url: string, up: boolean) => void): Promise<TurnService> {
+  /**
+   * Starts Parley's coturn when it runs one, then checks every server once before returning.
+   * `coturnRunsElsewhere`: Parley's coturn is already running on TURN_PORT, started by the primary
+   * process of this node's workers; this one only checks it.
+   */
+  static async start(
+    settings: TurnSettings,
+    secrets: string[],
+    log: Log,
+    onHealth: (url: string, up: boolean) => void,
+    opts: { coturnRunsElsewhere?: boolean } = {},
+  ): Promise<TurnService> {
     if (!settings.TURN_ENABLED) return new TurnService([], settings, '', log, onHealth);
     if (settings.TURN_URLS) {
       const external = settings.TURN_URLS.map((url) => ({ url, target: parseTurnUrl(url), up: false, checkedAt: null, error: null }));
       const service = new TurnService(external, settings, secrets[0]!, log, onHealth);
+      await service.check();
+      service.schedule();
+      return service;
+    }
+    if (opts.coturnRunsElsewhere) {
+      const managed = managedTurnServers(settings, settings.TURN_PORT).map((s) => ({ ...s, up: false, checkedAt: null, error: null }));
+      const service = new TurnService(managed, settings, secrets[0]!, log, onHealth);
       await service.check();
       service.schedule();
       return service;
@@ -94,6 +111,11 @@ export class TurnService {
     await service.startCoturn(managedCoturnConfig(settings, secrets, port));
     service.schedule();
     return service;
+  }
+
+  /** The port Parley's coturn listens on (undefined when it runs none). */
+  get coturnPort(): number | undefined {
+    return this.coturn ? this.servers[0]?.target.port : undefined;
   }
 
   /** The URLs to hand out now: those whose last check succeeded (all of them with checks off). */

@@ -55,6 +55,12 @@ export class Metrics {
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
+  readonly callsForwarded = new Counter({
+    name: 'parley_calls_forwarded_total',
+    help: 'Calls requests this node, at its limit, passed to another node, by the status that node answered',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'parley_' });

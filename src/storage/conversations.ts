@@ -16,6 +16,8 @@ export interface ConversationRecord {
   createdAt: string;
   connectedAt: string | null;
   endedAt: string | null;
+  /** The node that carries (or carried) the call. */
+  nodeId: string | null;
 }
 
 export interface StoredTurn {
@@ -147,6 +149,7 @@ export class ConversationStore {
       createdAt: row.created_at,
       connectedAt: row.connected_at,
       endedAt: row.ended_at,
+      nodeId: row.node_id,
     };
   }
 

@@ -60,6 +60,14 @@ export interface NodesTable {
   hostname: string;
   pid: number;
   version: string;
+  /** Where the other nodes reach its node-to-node listener (http://host:port), null before it listens. */
+  url: string | null;
+  /** Calls it carries, as of its last heartbeat. */
+  calls: number;
+  /** Its MAX_CONCURRENT_CALLS. */
+  max_calls: number;
+  /** The address its calls' media candidates carry (ICE_PUBLIC_IP, else ICE_BIND_ADDRESS), when known. */
+  media_address: string | null;
 }
 
 export interface ConversationItemsTable {

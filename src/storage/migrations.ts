@@ -79,6 +79,15 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('conversations_node_state').on('conversations').columns(['node_id', 'state']).execute();
     },
   },
+  // What a node needs to know to pass a call to another: where it listens, how full it is.
+  '0004_node_capacity': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('nodes').addColumn('url', 'varchar(255)').execute();
+      await db.schema.alterTable('nodes').addColumn('calls', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.alterTable('nodes').addColumn('max_calls', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema.alterTable('nodes').addColumn('media_address', 'varchar(64)').execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -57,6 +57,13 @@ export class NodeLiveness {
     await this.nodes.markStopped(this.opts.nodeId).catch(() => {});
   }
 
+  /** A heartbeat now (facts changed), in turn with the periodic ones. */
+  async heartbeatNow(): Promise<void> {
+    await this.running;
+    this.running ??= this.tick().finally(() => (this.running = undefined));
+    await this.running;
+  }
+
   private async tick(): Promise<void> {
     const { nodeId, lostAfterMs } = this.opts;
     try {

@@ -18,7 +18,19 @@ export class NodeStore {
   /** Records the start of an incarnation of node `id` (a new row, or the row of its earlier one). */
   async register(id: string, facts: NodeFacts = {}): Promise<void> {
     const now = new Date().toISOString();
-    const row = { started_at: now, heartbeat_at: now, stopped_at: null, hostname: hostname().slice(0, 255), pid: process.pid, version: VERSION, ...facts };
+    const row = {
+      started_at: now,
+      heartbeat_at: now,
+      stopped_at: null,
+      hostname: hostname().slice(0, 255),
+      pid: process.pid,
+      version: VERSION,
+      url: null,
+      calls: 0,
+      max_calls: 0,
+      media_address: null,
+      ...facts,
+    };
     await this.db
       .insertInto('nodes')
       .values({ id, ...row })
@@ -36,6 +48,15 @@ export class NodeStore {
 
   async markStopped(id: string): Promise<void> {
     await this.db.updateTable('nodes').set({ stopped_at: new Date().toISOString() }).where('id', '=', id).execute();
+  }
+
+  /** Nodes running (not stopped) that have heartbeated since `since`. */
+  async live(since: string): Promise<NodesTable[]> {
+    return this.db.selectFrom('nodes').selectAll().where('stopped_at', 'is', null).where('heartbeat_at', '>=', since).execute();
+  }
+
+  async get(id: string): Promise<NodesTable | undefined> {
+    return this.db.selectFrom('nodes').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
   /** Forgets nodes silent since `before` (their calls were reconciled long ago). */

@@ -19,12 +19,16 @@ export interface ClientOptions {
   withholdCandidates?: boolean;
   /** Ask the client's own encoder for this Opus packet duration (a=ptime added to the answer it applies). */
   ptime?: number;
+  /** Extra headers of the calls request (e.g. `connection: close`, for a new connection). */
+  headers?: Record<string, string>;
 }
 
 export interface RtcClient {
   pc: any;
   channel: any;
   conversationId: string;
+  /** The node that answered the offer (its x-parley-node header). */
+  answeredBy: string | null;
   answerSdp: string;
   offerSdp: string;
   events: any[];
@@ -72,6 +76,7 @@ export async function openCall(baseUrl: string, token: string, opts: ClientOptio
   await waitFor(() => pc.iceGatheringState === 'complete', (cb) => (pc.onicegatheringstatechange = cb), 5000, 'gathering').catch(() => {});
   const res = await http(baseUrl, '/v1/realtime/calls', {
     token,
+    ...(opts.headers ? { headers: opts.headers } : {}),
     body: {
       offer: { sdp: pc.localDescription.sdp, type: 'offer', candidates: opts.withholdCandidates ? [] : candidates },
       params: opts.params ?? {},
@@ -87,6 +92,7 @@ export async function openCall(baseUrl: string, token: string, opts: ClientOptio
     pc,
     channel,
     conversationId: res.body.conversation_id,
+    answeredBy: res.headers.get('x-parley-node'),
     answerSdp: res.body.answer.sdp,
     offerSdp: pc.localDescription.sdp,
     events,

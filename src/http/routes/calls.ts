@@ -6,6 +6,7 @@ import { sessionFromParams } from '../../calls/protocol/orgaSession.js';
 import type { Services } from '../../services.js';
 import { requireToken } from '../auth.js';
 import { HttpError, ValidationFailure, shapeA } from '../errors.js';
+import { passCallsWhenFull } from '../nodeForwarding.js';
 import { CallsBody, CallsResponse, type CallsBodyInput } from '../schemas.js';
 
 export const callRoutes = (services: Services): FastifyPluginAsync => async (app) => {
@@ -13,6 +14,7 @@ export const callRoutes = (services: Services): FastifyPluginAsync => async (app
     '/v1/realtime/calls',
     {
       onRequest: requireToken(services),
+      preParsing: passCallsWhenFull(services),
       schema: {
         summary: 'Create a call: SDP offer in, SDP answer and conversation_id out',
         body: CallsBody,

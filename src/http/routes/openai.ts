@@ -10,6 +10,7 @@ import type { Session } from '../../session/session.js';
 import type { Services } from '../../services.js';
 import { CLIENT_SECRET_PREFIX, openAiKeyError, requireApiKey, requireToken, requireTokenOrApiKey } from '../auth.js';
 import { HttpError, openAiError } from '../errors.js';
+import { forwardTo, passCallsWhenFull, sendAnswer } from '../nodeForwarding.js';
 
 /** OpenAI's client secrets live 10 s to 2 h, 10 min unless asked. */
 const ClientSecretsCreate = Type.Object({
@@ -105,6 +106,7 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
     {
       constraints: { callForm: 'openai' },
       onRequest: requireToken(services),
+      preParsing: passCallsWhenFull(services),
       schema: {
         summary: 'OpenAI form: the raw SDP offer (application/sdp) or multipart sdp + session; 201 with the SDP answer and Location',
         consumes: ['application/sdp', 'multipart/form-data'],
@@ -154,12 +156,30 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
         response: { 200: Type.Object({}), 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' }, 404: { $ref: 'OpenAiError#' } },
       },
     },
-    async (req) => {
+    async (req, reply) => {
       const call = services.calls.get(req.params.id);
+      if (call && call.apiKeyId === req.apiKeyId) {
+        await call.end('hangup_request');
+        return {};
+      }
+      // A live call of this key that another worker or node carries: that one hangs it up.
+      const owner = call || req.forwardedFromNode ? undefined : await liveCallOwner(services, req.params.id, req.apiKeyId!);
+      if (owner) {
+        const answer = await forwardTo(owner, req, undefined, services.nodeId).catch(() => {
+          throw openAiError(503, 'node_unreachable', 'The server carrying this call does not answer; retry shortly.', null, { 'Retry-After': '5' });
+        });
+        return sendAnswer(reply, answer);
+      }
       // Another key's call is indistinguishable from a missing one.
-      if (!call || call.apiKeyId !== req.apiKeyId) throw openAiError(404, 'call_not_found', `No live call with id '${req.params.id}'.`, 'call_id');
-      await call.end('hangup_request');
-      return {};
+      throw openAiError(404, 'call_not_found', `No live call with id '${req.params.id}'.`, 'call_id');
     },
   );
 };
+
+/** The listener of the node carrying live call `id` of this key, when that is another node. */
+async function liveCallOwner(services: Services, id: string, apiKeyId: string): Promise<string | undefined> {
+  const record = await services.conversations.get(id);
+  if (!record || record.apiKeyId !== apiKeyId || !record.nodeId || record.nodeId === services.nodeId) return undefined;
+  if (record.state !== 'connecting' && record.state !== 'active') return undefined;
+  return services.nodeDirectory.urlOf(record.nodeId);
+}

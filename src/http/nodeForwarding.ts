@@ -1,0 +1,112 @@
+// Requests that another node should answer: a calls request this node has no room for goes to the
+// least-loaded live node with room, and a request for a call another node (or worker) carries goes
+// to that node. The client sees one ordinary answer, the other node's, relayed as it came.
+// Nodes reach each other on their node-to-node listener (INTERNAL_HOST:INTERNAL_PORT); a request
+// passed on carries `x-parley-forwarded-by`, trusted only on that listener, and is never passed again.
+import type { IncomingMessage, RequestListener } from 'node:http';
+import { Readable } from 'node:stream';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, preParsingAsyncHookHandler } from 'fastify';
+import type { Services } from '../services.js';
+import { BODY_LIMIT } from './schemas.js';
+
+export const FORWARDED_BY = 'x-parley-forwarded-by';
+/** What the other node needs to judge the request as this node would. */
+const REQUEST_HEADERS = ['authorization', 'content-type', 'accept', 'user-agent'];
+/** What the client needs of the other node's answer (CORS and the like are this node's own). */
+const ANSWER_HEADERS = ['content-type', 'location', 'retry-after', 'x-parley-node'];
+/** A node that has not answered by then is taken as gone. */
+const FORWARD_TIMEOUT_MS = 15_000;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The node that passed this request on (only set for requests on the node-to-node listener). */
+    forwardedFromNode?: string;
+  }
+}
+
+const fromInternalListener = new WeakSet<IncomingMessage>();
+
+/** The node-to-node listener's request handler: the public one, its requests marked as internal. */
+export function internalListenerHandler(handler: RequestListener): RequestListener {
+  return (req, res) => {
+    fromInternalListener.add(req);
+    handler(req, res);
+  };
+}
+
+/** onRequest hook: notes which node passed the request on, when it came through the node-to-node listener. */
+export function recognizeForwarded(req: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  const by = req.headers[FORWARDED_BY];
+  if (typeof by === 'string' && fromInternalListener.has(req.raw)) req.forwardedFromNode = by;
+  done();
+}
+
+export interface NodeAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/** Sends the request (with `body`, already read) to the node listening at `nodeUrl`. */
+export async function forwardTo(nodeUrl: string, req: FastifyRequest, body: Buffer | undefined, selfId: string): Promise<NodeAnswer> {
+  const headers: Record<string, string> = { [FORWARDED_BY]: selfId };
+  for (const name of REQUEST_HEADERS) {
+    const value = req.headers[name];
+    if (typeof value === 'string') headers[name] = value;
+  }
+  const res = await fetch(new URL(req.url, nodeUrl), {
+    method: req.method,
+    headers,
+    ...(body ? { body: new Uint8Array(body) } : {}),
+    signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
+  });
+  const answer: NodeAnswer = { status: res.status, headers: {}, body: Buffer.from(await res.arrayBuffer()) };
+  for (const name of ANSWER_HEADERS) {
+    const value = res.headers.get(name);
+    if (value !== null) answer.headers[name] = value;
+  }
+  return answer;
+}
+
+export function sendAnswer(reply: FastifyReply, answer: NodeAnswer): FastifyReply {
+  return reply.code(answer.status).headers(answer.headers).send(answer.body);
+}
+
+/**
+ * preParsing hook of the calls routes: a node at its call limit passes the request to the live
+ * node with room that is least loaded; one that is gone, full or draining (503) gives way to the
+ * next. When none takes it, this node answers (503 with Retry-After).
+ */
+export function passCallsWhenFull(services: Services): preParsingAsyncHookHandler {
+  return async (req, reply, payload) => {
+    if (req.forwardedFromNode || !services.calls.isFull) return payload;
+    const nodes = await services.nodeDirectory.withRoom().catch(() => []);
+    if (!nodes.length) return payload;
+    const body = await readBody(payload);
+    for (const node of nodes) {
+      const answer = await forwardTo(node.url!, req, body, services.nodeId).catch((err: Error) => {
+        req.log.warn({ reqId: req.id, node: node.id, err: err.message }, 'node did not take a call passed to it');
+        return undefined;
+      });
+      if (!answer || answer.status === 503) continue;
+      req.log.info({ reqId: req.id, node: node.id, status: answer.status }, 'call passed to another node');
+      services.metrics.callsForwarded.inc({ status: String(answer.status) });
+      sendAnswer(reply, answer);
+      return payload;
+    }
+    return Readable.from([body]);
+  };
+}
+
+/** The whole request body, up to the limit every route has (413 beyond it). */
+async function readBody(payload: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of payload) {
+    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    size += buf.length;
+    if (size > BODY_LIMIT) throw Object.assign(new Error('Request body is too large'), { statusCode: 413, code: 'FST_ERR_CTP_BODY_TOO_LARGE' });
+    chunks.push(buf);
+  }
+  return Buffer.concat(chunks);
+}

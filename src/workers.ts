@@ -1,0 +1,98 @@
+// PARLEY_WORKERS: one node process per core behind one port (node:cluster). The primary does what
+// must happen once (schema migrations, the development key, Parley's coturn), forks the workers,
+// prints the ready line when every worker listens, replaces a worker that dies, and on SIGTERM or
+// SIGINT has each drain its calls before it leaves. Each worker is a node of its own (NODE_ID-wN):
+// its calls, UDP sockets and agents are its own; requests for a call another worker carries reach
+// that worker through the node-to-node listeners, as they would on another machine.
+import cluster, { type Worker } from 'node:cluster';
+import type { Logger } from 'pino';
+import type { Config } from './config/env.js';
+import { TurnService } from './ice/turnService.js';
+import { openStore } from './services.js';
+import { loadOrCreateNodeId } from './storage/nodes.js';
+
+/** What the primary tells a worker through its environment (not settings of their own). */
+export const WORKER_INDEX = 'PARLEY_WORKER_INDEX';
+export const COTURN_BY_PRIMARY = 'PARLEY_COTURN_BY_PRIMARY';
+
+export type WorkerMessage = { kind: 'listening'; port: number };
+
+/** A worker that dies is replaced after this pause (a crash loop stays a slow one). */
+const RESPAWN_DELAY_MS = 1000;
+
+export async function runWorkers(config: Config, log: Logger): Promise<void> {
+  const count = config.PARLEY_WORKERS;
+  const store = await openStore(config, log);
+  if (config.CREATE_DEV_KEY && (await store.apiKeys.count()) === 0) {
+    const { key, record } = await store.apiKeys.create('development');
+    process.stdout.write(`created development API key ${record.id} (shown once, store it now): ${key}\n`);
+  }
+  const turnSecrets = store.turnSecrets;
+  await store.bus.close();
+  await store.db.destroy();
+
+  const baseId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
+  const turn = config.TURN_ENABLED && !config.TURN_URLS ? await TurnService.start(config, turnSecrets, log, () => {}) : undefined;
+  const workerEnv = (index: number): NodeJS.ProcessEnv => ({
+    [WORKER_INDEX]: String(index),
+    NODE_ID: `${baseId}-w${index}`,
+    ...(turn?.coturnPort ? { [COTURN_BY_PRIMARY]: '1', TURN_PORT: String(turn.coturnPort) } : {}),
+  });
+
+  const workers = new Map<number, Worker>();
+  const listening = new Set<number>();
+  let ready = false;
+  let stopping = false;
+
+  const fork = (index: number) => {
+    const worker = cluster.fork(workerEnv(index));
+    workers.set(index, worker);
+    worker.on('message', (message: WorkerMessage) => {
+      if (message?.kind !== 'listening' || ready) return;
+      listening.add(index);
+      if (listening.size < count) return;
+      ready = true;
+      const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
+      log.info({ workers: count }, 'every worker listens');
+      process.stdout.write(`parley ready at http://${host}:${message.port} (${count} workers)\n`);
+    });
+    worker.on('exit', (code, signal) => {
+      workers.delete(index);
+      if (stopping) return;
+      if (!ready) {
+        // A worker that cannot start (a taken port, a bad setting) would fail again: give up.
+        log.error({ worker: index, code, signal }, 'a worker exited while starting; stopping');
+        void stop('worker failed to start', 1);
+        return;
+      }
+      log.error({ worker: index, code, signal }, 'worker exited; starting another in its place');
+      setTimeout(() => !stopping && fork(index), RESPAWN_DELAY_MS).unref();
+    });
+  };
+
+  const stop = async (reason: string, exitCode = 0) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ reason }, 'stopping the workers');
+    setTimeout(() => {
+      log.error('workers did not stop in time; killing them');
+      for (const w of workers.values()) w.process.kill('SIGKILL');
+    }, 20_000 + config.SHUTDOWN_GRACE_MS).unref();
+    await Promise.all(
+      [...workers.values()].map(
+        (w) =>
+          new Promise<void>((resolve) => {
+            if (w.isDead()) return resolve();
+            w.once('exit', () => resolve());
+            w.process.kill('SIGTERM');
+          }),
+      ),
+    );
+    await turn?.close();
+    process.exit(exitCode);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+
+  for (let i = 1; i <= count; i++) fork(i);
+}

@@ -1,0 +1,91 @@
+// PARLEY_WORKERS=2: one port, two worker processes, each a node carrying the calls it answered.
+// Calls answered by either worker connect with audio; hang-up and conversation reads work whichever
+// worker takes the request. node:cluster hands new connections to the workers in turn, and every
+// answer names its worker (x-parley-node), so the test steers a request to the worker it wants:
+// each request on a new connection, after one answered by the other worker.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { attachTone, listen, openCall, type RtcClient } from './helpers/rtcClient.ts';
+import { http, startServer, type RunningServer } from './helpers/server.ts';
+import { until } from './helpers/wait.ts';
+
+const NEW_CONNECTION = { connection: 'close' };
+const WORKERS = ['wtest-w1', 'wtest-w2'];
+
+describe('PARLEY_WORKERS=2', () => {
+  let server: RunningServer;
+  const clients: RtcClient[] = [];
+  before(async () => {
+    server = await startServer({ PARLEY_WORKERS: '2', NODE_ID: 'wtest' });
+  });
+  after(async () => {
+    for (const c of clients) c.close();
+    await server?.stop();
+  });
+
+  const request = (path: string, opts: Parameters<typeof http>[2] = {}) => http(server.baseUrl, path, { ...opts, headers: { ...opts.headers, ...NEW_CONNECTION } });
+  const answeredBy = (res: { headers: Headers }) => res.headers.get('x-parley-node');
+  /** Makes the next new connection go to `worker`: the one before it goes to the other. */
+  const steerTo = (worker: string) => {
+    const before = WORKERS.find((w) => w !== worker)!;
+    return until(`a request answered by ${before}`, async () => answeredBy(await request('/healthz')), (n) => n === before);
+  };
+  const token = async () => (await request('/v1/realtime/client-secrets', { method: 'POST', token: server.devKey })).body.ephemeral_token as string;
+
+  test('the ready line comes once every worker listens, and both answer on the one port', async () => {
+    assert.match(server.stdout(), /parley ready at http:\/\/127\.0\.0\.1:\d+ \(2 workers\)/);
+    const seen = new Set<string | null>();
+    for (let i = 0; i < 4; i++) seen.add(answeredBy(await request('/healthz')));
+    assert.deepEqual([...seen].sort(), WORKERS);
+  });
+
+  test('calls answered by either worker connect and carry audio both ways', async () => {
+    for (const worker of WORKERS) {
+      const t = await token();
+      await steerTo(worker);
+      const client = await openCall(server.baseUrl, t, { params: { model: 'audio-echo' }, headers: NEW_CONNECTION });
+      clients.push(client);
+      assert.equal(client.answeredBy, worker);
+      await client.waitConnected();
+      const ear = listen(client);
+      const stopTone = await attachTone(client);
+      await until(`echoed audio from ${worker}`, () => ear.peakRms(), (rms) => rms > 1000);
+      stopTone();
+      ear.stop();
+    }
+  });
+
+  test("conversation reads and hang-up work on the worker that does not carry the call", async () => {
+    for (const client of clients) {
+      const owner = client.answeredBy!;
+      const other = WORKERS.find((w) => w !== owner)!;
+      await until('the call recorded active', async () => (await request(`/v1/realtime/conversations/${client.conversationId}`, { token: server.devKey })).body.state, (s) => s === 'active');
+
+      await steerTo(other);
+      const read = await request(`/v1/realtime/conversations/${client.conversationId}`, { token: server.devKey });
+      assert.equal(answeredBy(read), other);
+      assert.equal(read.status, 200);
+      assert.equal(read.body.state, 'active');
+
+      await steerTo(other);
+      const hangup = await request(`/v1/realtime/calls/${client.conversationId}/hangup`, { method: 'POST', token: server.devKey });
+      assert.equal(hangup.status, 200, JSON.stringify(hangup.body));
+      assert.equal(answeredBy(hangup), owner, "the owner's answer, relayed by the other worker");
+      const ended = await client.nextEvent('session.ended');
+      assert.equal(ended.reason, 'hangup_request');
+
+      const after = await until('the call recorded ended', () => request(`/v1/realtime/conversations/${client.conversationId}`, { token: server.devKey }), (r) => r.body.state === 'ended');
+      assert.equal(after.body.end_reason, 'hangup_request');
+    }
+  });
+
+  test('a hang-up of a call no worker carries is 404 on either', async () => {
+    for (const worker of WORKERS) {
+      await steerTo(worker);
+      const res = await request('/v1/realtime/calls/conv_nonexistent/hangup', { method: 'POST', token: server.devKey });
+      assert.equal(answeredBy(res), worker);
+      assert.equal(res.status, 404);
+      assert.equal(res.body.error.code, 'call_not_found');
+    }
+  });
+});
