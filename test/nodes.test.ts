@@ -1,0 +1,132 @@
+// Two nodes on loopback sharing PostgreSQL and Redis. Node A, at its call limit, passes a call to B:
+// the client gets one ordinary answer (B's, with B's candidates) and the call connects with audio,
+// in both wire forms; a hang-up sent to A reaches the call on B. Then A is killed with SIGKILL and B
+// records A's calls failed (node_lost) within the bound.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { openAiStylePeer } from './helpers/openaiPeer.ts';
+import { startTestRedis, type TestRedis } from './helpers/redis.ts';
+import { attachTone, listen, openCall, waitFor, type RtcClient } from './helpers/rtcClient.ts';
+import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { until } from './helpers/wait.ts';
+
+const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const LOST_AFTER_MS = 3000;
+
+async function admin(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The UDP ports of the host candidates in an SDP. */
+const candidatePorts = (sdp: string) => [...sdp.matchAll(/a=candidate:\S+ \d \S+ \d+ \S+ (\d+) typ host/g)].map((m) => Number(m[1]));
+
+describe('two nodes sharing PostgreSQL and Redis', () => {
+  const dbName = `parley_nodes_${randomBytes(4).toString('hex')}`;
+  let redis: TestRedis;
+  let nodeA: RunningServer;
+  let nodeB: RunningServer;
+  const clients: RtcClient[] = [];
+  let onA: RtcClient;
+
+  before(async () => {
+    await admin(`CREATE DATABASE ${dbName}`);
+    redis = await startTestRedis();
+    const shared = {
+      DATABASE_URL: ADMIN_URL.replace(/\/[^/]*$/, `/${dbName}`),
+      REDIS_URL: redis.url,
+      API_KEY_PEPPER: randomBytes(32).toString('hex'),
+      TURN_SECRETS: randomBytes(24).toString('hex'),
+      NODE_HEARTBEAT_MS: '500',
+      NODE_LOST_AFTER_MS: String(LOST_AFTER_MS),
+    };
+    nodeA = await startServer({ ...shared, NODE_ID: 'node-a', MAX_CONCURRENT_CALLS: '1' });
+    nodeB = await startServer({ ...shared, NODE_ID: 'node-b', CREATE_DEV_KEY: 'false' });
+  });
+  after(async () => {
+    for (const c of clients) c.close();
+    await nodeA?.stop();
+    await nodeB?.stop();
+    await redis?.stop();
+    await admin(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  });
+
+  const record = async (node: RunningServer, id: string) => (await http(node.baseUrl, `/v1/realtime/conversations/${id}`, { token: nodeA.devKey })).body;
+
+  test('A answers its first call itself', async () => {
+    onA = await openCall(nodeA.baseUrl, await mintToken(nodeA.baseUrl, nodeA.devKey), { params: { model: 'audio-echo' } });
+    clients.push(onA);
+    assert.equal(onA.answeredBy, 'node-a');
+    await onA.waitConnected();
+  });
+
+  test('at its limit, A passes the next call (Orga form) to B: it connects and echoes audio', async () => {
+    const client = await openCall(nodeA.baseUrl, await mintToken(nodeA.baseUrl, nodeA.devKey), { params: { model: 'audio-echo' } });
+    clients.push(client);
+    assert.equal(client.answeredBy, 'node-b');
+    await client.waitConnected();
+    const ear = listen(client);
+    const stopTone = await attachTone(client);
+    await until('echoed audio from B', () => ear.peakRms(), (rms) => rms > 1000);
+    stopTone();
+    ear.stop();
+    // The answer is B's: A's call and this one have no media port in common.
+    const portsA = new Set(candidatePorts(onA.answerSdp));
+    assert.ok(candidatePorts(client.answerSdp).length > 0);
+    assert.ok(candidatePorts(client.answerSdp).every((p) => !portsA.has(p)));
+    assert.equal((await record(nodeB, client.conversationId)).state, 'active');
+    assert.match(await (await fetch(`${nodeA.baseUrl}/metrics`)).text(), /parley_calls_forwarded_total\{status="200"\} 1/);
+  });
+
+  test("the OpenAI form is passed on too, and a hang-up sent to A ends the call on B", async () => {
+    const token = await mintToken(nodeA.baseUrl, nodeA.devKey);
+    const peer = await openAiStylePeer();
+    try {
+      const res = await fetch(`${nodeA.baseUrl}/v1/realtime/calls`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/sdp' },
+        body: peer.offerSdp,
+      });
+      assert.equal(res.status, 201);
+      assert.equal(res.headers.get('x-parley-node'), 'node-b');
+      const id = /\/v1\/realtime\/calls\/(conv_\w+)$/.exec(res.headers.get('location') ?? '')?.[1];
+      assert.ok(id, 'Location names the call');
+      await peer.pc.setRemoteDescription({ type: 'answer', sdp: await res.text() });
+      await waitFor(() => peer.pc.connectionState === 'connected', (cb) => (peer.pc.onconnectionstatechange = cb), 10_000, 'connected');
+      await peer.next('session.created');
+
+      const hangup = await http(nodeA.baseUrl, `/v1/realtime/calls/${id}/hangup`, { method: 'POST', token: nodeA.devKey });
+      assert.equal(hangup.status, 200);
+      assert.equal(hangup.headers.get('x-parley-node'), 'node-b');
+      const rec = await until('the call recorded ended', () => record(nodeA, id), (r) => r.state === 'ended');
+      assert.equal(rec.end_reason, 'hangup_request');
+    } finally {
+      peer.pc.close();
+    }
+  });
+
+  test('a client cannot stop the passing on: x-parley-forwarded-by is trusted only between nodes', async () => {
+    const token = await mintToken(nodeA.baseUrl, nodeA.devKey);
+    const client = await openCall(nodeA.baseUrl, token, { params: { model: 'audio-echo' }, headers: { 'x-parley-forwarded-by': 'node-x' } });
+    clients.push(client);
+    assert.equal(client.answeredBy, 'node-b');
+    await client.waitConnected();
+  });
+
+  test("A killed with SIGKILL: B records A's call failed (node_lost) within the bound", async (t) => {
+    await nodeA.stop('SIGKILL', { keepData: true });
+    const killedAt = Date.now();
+    const rec = await until("A's call reconciled", () => record(nodeB, onA.conversationId), (r) => r.state !== 'active', LOST_AFTER_MS * 4);
+    assert.equal(rec.state, 'failed');
+    assert.equal(rec.end_reason, 'node_lost');
+    t.diagnostic(`node_lost recorded ${Date.now() - killedAt} ms after SIGKILL (NODE_LOST_AFTER_MS=${LOST_AFTER_MS}, heartbeat 500 ms)`);
+    assert.equal((await record(nodeB, clients[1]!.conversationId)).state, 'active', "B's own call is untouched");
+  });
+});
