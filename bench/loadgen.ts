@@ -30,6 +30,8 @@
 //   node --import tsx bench/loadgen.ts --ramp 50,100 --env OPUS_COMPLEXITY=10
 //   node --import tsx bench/loadgen.ts --ramp 100 --ptime 10             # callers sending 10 ms packets
 //   node --import tsx bench/loadgen.ts --model parley-offline --ramp 1,2,3,4,6
+//   node --import tsx bench/loadgen.ts --env PARLEY_WORKERS=2 --server-cpu 0-1 --loadgen-cpu 0-1   # every core
+//   (the server's CPU and memory are those of its whole process tree: with PARLEY_WORKERS, its workers)
 //   node --import tsx bench/loadgen.ts --ramp 50 --server-node-arg=--cpu-prof --server-node-arg=--cpu-prof-dir=/tmp/prof
 //   flags: --ramp 25,50,60,70,80,90,100,110,120,140,160  --seconds 60  --warmup 5  --ptime 20 (10, 20, 40, 60)
 //          --model audio-echo  --question "What time is it?"  --stack libdatachannel
@@ -44,7 +46,7 @@ import { startServer, type RunningServer } from '../test/helpers/server.ts';
 import { LoadCall, type AgentAudio, type PacketSource } from './lib/loadCall.ts';
 import { buildClip, ClipPlayer, OnsetMatcher } from './lib/markerClip.ts';
 import { buildQuestion, TalkScript } from './lib/talkScript.ts';
-import { cpuSeconds, loadAverage, machineJiffies, percentile, pin, rssMb } from './lib/proc.ts';
+import { cpuSeconds, loadAverage, machineJiffies, percentile, pin, processTree, rssMb, treeCpuSeconds } from './lib/proc.ts';
 import { between, type ReceiveSnapshot } from './lib/receiveStats.ts';
 
 const ECHO_PACKETS_PER_SECOND = 50; // Parley sends one 20 ms packet per tick
@@ -223,7 +225,7 @@ async function runStep(server: RunningServer, newProbe: ProbeFactory, pacer: Pac
   const rx0 = calls.map((c) => c.audioIn.snapshot(t0));
   const sent0 = calls.map((c) => c.packetsSent);
   for (const p of pacer.calls) p.probe.take();
-  const cpu0 = { server: cpuSeconds(serverPid), loadgen: cpuSeconds(process.pid), machine: machineJiffies() };
+  const cpu0 = { server: treeCpuSeconds(serverPid), loadgen: cpuSeconds(process.pid), machine: machineJiffies() };
   const jitterSamples: number[] = [];
   const late0 = pacer.late;
   const windowEnd = t0 + windowSeconds * 1000;
@@ -232,7 +234,7 @@ async function runStep(server: RunningServer, newProbe: ProbeFactory, pacer: Pac
     for (const c of calls) jitterSamples.push(c.audioIn.jitterMs);
   }
   const t1 = performance.now();
-  const cpu1 = { server: cpuSeconds(serverPid), loadgen: cpuSeconds(process.pid), machine: machineJiffies() };
+  const cpu1 = { server: treeCpuSeconds(serverPid), loadgen: cpuSeconds(process.pid), machine: machineJiffies() };
   const wall = (t1 - t0) / 1000;
   const delays = pacer.calls.flatMap((p) => p.probe.take());
 
@@ -283,7 +285,7 @@ async function runStep(server: RunningServer, newProbe: ProbeFactory, pacer: Pac
     delays: delays.length,
     serverCpuPct: r(serverPct),
     serverCpuPerCallPct: r(serverPct / calls.length, 2),
-    serverRssMb: rssMb(serverPid),
+    serverRssMb: processTree(serverPid).reduce((sum, pid) => sum + rssMb(pid), 0),
     loadgenCpuPct: r(loadgenPct),
     loadgenCpuPerCallPct: r(loadgenPct / calls.length, 2),
     otherCpuPct: r(machinePct - serverPct - loadgenPct),
@@ -351,7 +353,7 @@ async function main(): Promise<void> {
   process.on('exit', () => server.proc.exitCode === null && server.proc.kill('SIGKILL'));
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
   if (!values['no-pin']) {
-    pin(server.proc.pid!, values['server-cpu']);
+    for (const pid of processTree(server.proc.pid!)) pin(pid, values['server-cpu']);
     pin(process.pid, values['loadgen-cpu']);
   }
   const settings = Object.entries(env).filter(([k]) => !['MAX_CONCURRENT_CALLS', 'LOG_LEVEL', 'STUN_ENABLED'].includes(k)).map(([k, v]) => `${k}=${v}`).join(' ');
