@@ -5,6 +5,7 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance } from 
 import type { Services } from '../services.js';
 import { StoreUnavailable } from '../storage/unavailable.js';
 import { registerCors } from './cors.js';
+import { registerRateLimits } from './rateLimits.js';
 import { HttpError, MESSAGES, OpenAiErrorBody, ShapeA, ShapeB, ValidationFailure, shapeA } from './errors.js';
 import { answerClientError, createHttpServer, discardUnreadBody } from './server.js';
 import { jsonDepthOverflow, jsonInvalid, jsonTooDeep, toPydanticDetail } from '../session/validation.js';
@@ -31,6 +32,8 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
     bodyLimit: BODY_LIMIT,
     serverFactory: (handler) => createHttpServer({ headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS }, handler),
     clientErrorHandler: answerClientError,
+    // req.ip: the connection's address, or X-Forwarded-For's client behind the proxies named here.
+    trustProxy: config.TRUST_PROXY.length ? config.TRUST_PROXY : false,
     // Per-request logs would be the hot path's biggest cost; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
     // While closing, requests still meet the drain hook below (503 in Shape A with Retry-After)
@@ -144,6 +147,8 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
     return reply.code(404).send({ detail: 'Not Found' });
   });
 
+  // Before the routes: it attaches the limits as they are declared.
+  await registerRateLimits(app, config, services.metrics);
   await app.register(clientSecretsRoutes(services));
   await app.register(iceConfigRoutes(services));
   await app.register(callRoutes(services));
