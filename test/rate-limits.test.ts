@@ -34,8 +34,12 @@ async function token(server: RunningServer, key: string): Promise<string> {
   return r.body.ephemeral_token;
 }
 
-/** An Orga calls request whose body is invalid (422): counted all the same, and nothing to hang up. */
-const orgaCall = (server: RunningServer, tok: string) => http(server.baseUrl, '/v1/realtime/calls', { token: tok, body: {} });
+/**
+ * An Orga calls request whose offer cannot be used (422): counted all the same, and nothing to hang
+ * up. (A body that is not even of the right shape is refused before it counts.)
+ */
+const orgaCall = (server: RunningServer, tok: string) =>
+  http(server.baseUrl, '/v1/realtime/calls', { token: tok, body: { offer: { sdp: 'not an offer', type: 'offer', candidates: [] }, params: {} } });
 
 async function newKey(server: RunningServer, name: string): Promise<string> {
   const created = await server.cli('keys', 'create', '--name', name);
@@ -80,7 +84,9 @@ describe('one node without Redis', () => {
   test('calls per token, both forms: the 3rd is 429 (Shape A for Orga, OpenAI error for SDP); other tokens go on', async () => {
     const key = await newKey(server, 'calls');
     const [orga, sdp, other] = [await token(server, key), await token(server, key), await token(server, key)];
-    for (let i = 0; i < 2; i++) assert.equal((await orgaCall(server, orga)).status, 422);
+    assert.equal((await orgaCall(server, orga)).status, 422);
+    assert.equal((await http(server.baseUrl, '/v1/realtime/calls', { token: orga, body: {} })).status, 422);
+    assert.equal((await orgaCall(server, orga)).status, 422, 'a malformed body was not counted');
     assertRateLimited(await orgaCall(server, orga), /ephemeral token.*limit: 2 per 60 s/);
     assert.equal((await orgaCall(server, other)).status, 422, 'another token');
 

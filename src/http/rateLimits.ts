@@ -106,21 +106,25 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, m
     };
   };
 
-  /** Before the route's own onRequest hooks (authentication), and after them. */
-  const attach = (route: RouteOptions, before: Limit[], after: Limit[], form: Form) => {
-    const own = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
+  /** Into the route's `stage` hooks: before its own (authentication, for onRequest) and after them. */
+  const attach = (route: RouteOptions, stage: 'onRequest' | 'preHandler', before: Limit[], after: Limit[], form: Form) => {
+    const value = route[stage] as Hook | Hook[] | undefined;
+    const own = value === undefined ? [] : Array.isArray(value) ? value : [value];
     const active = (ls: Limit[]) => ls.filter((l) => l.limit > 0).map((l) => hook(l, form));
     const hooks = [...active(before), ...own, ...active(after)];
-    if (hooks.length > own.length) route.onRequest = hooks as RouteOptions['onRequest'];
+    if (hooks.length > own.length) (route as { [k in typeof stage]?: Hook[] })[stage] = hooks;
   };
 
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     if (!methods.includes('POST')) return;
-    if (route.url === '/v1/realtime/client-secrets') attach(route, [perIp], [perKey], 'orga');
-    else if (route.url === '/v1/realtime/client_secrets') attach(route, [perIp], [perKey], 'openai');
+    // Every client-secrets request counts for its address, wrong keys included (before authentication).
+    if (route.url === '/v1/realtime/client-secrets') attach(route, 'onRequest', [perIp], [perKey], 'orga');
+    else if (route.url === '/v1/realtime/client_secrets') attach(route, 'onRequest', [perIp], [perKey], 'openai');
     else if (route.url === '/v1/realtime/calls') {
-      attach(route, [], [perToken], (route.constraints as { callForm?: string } | undefined)?.callForm === 'openai' ? 'openai' : 'orga');
+      // Calls that get as far as trying an offer count, once their body is read: not bodies too large or not JSON.
+      const form = (route.constraints as { callForm?: string } | undefined)?.callForm === 'openai' ? 'openai' : 'orga';
+      attach(route, 'preHandler', [], [perToken], form);
     }
   });
 }
