@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { startTestPostgres, type TestPostgres } from './helpers/postgres.ts';
 import { startTestRedis, type TestRedis } from './helpers/redis.ts';
@@ -159,6 +160,21 @@ describe('two nodes sharing PostgreSQL and Redis', () => {
     assert.equal((await orgaCall(nodeA, tok)).status, 422);
     assert.equal((await orgaCall(nodeB, tok)).status, 422);
     assertRateLimited(await orgaCall(nodeA, tok), /ephemeral token/);
+
+    // In Redis: prefixed keys that expire with their window, naming no address, key or token.
+    const client = new Redis(redis.url);
+    try {
+      const keys = await client.keys('parley:rl:*');
+      assert.ok(keys.some((k) => k.startsWith('parley:rl:cs-key:')) && keys.some((k) => k.startsWith('parley:rl:calls-token:')), keys.join(' '));
+      const claims = JSON.parse(Buffer.from(tok.split('.')[1]!, 'base64url').toString());
+      for (const k of keys) {
+        assert.ok(!k.includes(ip) && !k.includes(claims.jti) && !k.includes(claims.sub), k);
+        const ttl = await client.pttl(k);
+        assert.ok(ttl > 0 && ttl <= 60_000, `${k} expires within the window (${ttl} ms)`);
+      }
+    } finally {
+      client.disconnect();
+    }
   });
 
   test('Redis away: each node counts alone (no error, one warning); Redis back: counted together again', async () => {
