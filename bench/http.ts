@@ -17,7 +17,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
-import { http, startServer, type RunningServer } from '../test/helpers/server.ts';
+import { http, startServer, type RunningServer, NO_RATE_LIMITS } from '../test/helpers/server.ts';
 
 const { values } = parseArgs({
   options: {
@@ -168,7 +168,7 @@ const median = (xs: number[]) => {
 
 const ceiling = await startNodeServer(CEILING_SOURCE);
 const mintOnly = await startNodeServer(MINT_ONLY_SOURCE);
-const server = await startServer({ LOG_LEVEL: 'warn' });
+const server = await startServer({ LOG_LEVEL: 'warn', ...NO_RATE_LIMITS });
 const pids = [server.proc.pid!, ceiling.proc.pid!, mintOnly.proc.pid!];
 try {
   const targets: Target[] = [

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import wrtc from '@roamhq/wrtc';
 import { SDP_JUNK, mutateSdp, rng } from '../test/helpers/sdpFuzz.ts';
-import { http, mintToken, startServer } from '../test/helpers/server.ts';
+import { http, mintToken, startServer, NO_RATE_LIMITS } from '../test/helpers/server.ts';
 import '../test/helpers/rtcClient.ts';
 
 type Outcome = number | string;
@@ -22,7 +22,7 @@ function note(group: string, what: string, outcome: Outcome): void {
   if (typeof outcome === 'number' && outcome >= 500) fiveHundreds.push(`${group}: ${what} → ${outcome}`);
 }
 
-const server = await startServer({ HTTP_HEADERS_TIMEOUT_MS: '2000', HTTP_REQUEST_TIMEOUT_MS: '3000', CALL_CONNECT_TIMEOUT_MS: '1000', MAX_CONCURRENT_CALLS: '1000' });
+const server = await startServer({ HTTP_HEADERS_TIMEOUT_MS: '2000', HTTP_REQUEST_TIMEOUT_MS: '3000', CALL_CONNECT_TIMEOUT_MS: '1000', MAX_CONCURRENT_CALLS: '1000', ...NO_RATE_LIMITS });
 const base = server.baseUrl;
 const key = server.devKey;
 const token = await mintToken(base, key);

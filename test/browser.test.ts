@@ -164,7 +164,7 @@ describe('demo backend-proxy route', () => {
       const ice = await http(server.baseUrl, '/v1/realtime/ice-config', { token: tokens[9] });
       assert.equal(ice.status, 200, 'the demo token is a working ephemeral token');
 
-      // The bucket held 10; it refills one every 6 s, so a 429 follows within a few more requests.
+      // Ten a minute, counted from the first: the next is refused (a few tries, should the minute end meanwhile).
       let limited = await http(server.baseUrl, '/demo/session', { body: {} });
       for (let extra = 1; limited.status === 200 && extra < 5; extra++) limited = await http(server.baseUrl, '/demo/session', { body: {} });
       assert.equal(limited.status, 429);

@@ -125,6 +125,13 @@ const concreteIp: Parser<string> = (raw) => {
   return v;
 };
 
+/** proxy-addr's names for ranges, and addresses or CIDR ranges. */
+const trustedProxies: Parser<string[]> = (raw) => {
+  const entries = list(raw);
+  for (const e of entries) if (!['loopback', 'linklocal', 'uniquelocal'].includes(e)) parseCidr(e);
+  return entries;
+};
+
 /** Every variable Parley reads. */
 export const settings = {
   HOST: { doc: 'Address the HTTP server listens on.', default: '127.0.0.1', parse: str },
@@ -148,7 +155,7 @@ export const settings = {
     },
   },
   DEMO_RATE_LIMIT_PER_MINUTE: {
-    doc: 'Demo sessions (tokens) one client IP may request per minute, in bursts of up to as many; beyond it POST /demo/session answers 429.',
+    doc: 'Demo sessions (tokens) one client IP may request per minute (a window that starts at its first request); beyond it POST /demo/session answers 429. Shared through Redis like the RATE_LIMIT_* limits.',
     default: '10',
     parse: int(1, 10000),
   },
@@ -159,6 +166,31 @@ export const settings = {
     parse: databaseUrl,
   },
   REDIS_URL: { doc: 'redis://host:port; shares call counts and key revocations across nodes. Optional.', parse: str },
+  RATE_LIMIT_WINDOW_SECONDS: {
+    doc: 'Window of the RATE_LIMIT_* limits: a count starts at its first request and starts over this long after (429 with Retry-After beyond it). With REDIS_URL every node and worker counts together; without, each counts alone.',
+    default: '60',
+    parse: int(1, 86_400),
+  },
+  RATE_LIMIT_CLIENT_SECRETS_PER_KEY: {
+    doc: 'Tokens (client-secrets and OpenAI client_secrets) one API key may mint per window; 0: no limit.',
+    default: '600',
+    parse: int(0, 10_000_000),
+  },
+  RATE_LIMIT_CLIENT_SECRETS_PER_IP: {
+    doc: 'client-secrets and client_secrets requests (wrong keys included) one client address may make per window; 0: no limit. The address is the connection\'s, or X-Forwarded-For\'s from a TRUST_PROXY proxy.',
+    default: '600',
+    parse: int(0, 10_000_000),
+  },
+  RATE_LIMIT_CALLS_PER_TOKEN: {
+    doc: 'Calls requests (both forms) one ephemeral token may make per window; 0: no limit.',
+    default: '20',
+    parse: int(0, 10_000_000),
+  },
+  TRUST_PROXY: {
+    doc: "Comma-separated addresses or CIDR ranges of the reverse proxies in front of Parley (or loopback, linklocal, uniquelocal): a request from one of them is taken to come from X-Forwarded-For's client address (rate limits, logs). Empty: the connection's address.",
+    default: '',
+    parse: trustedProxies,
+  },
   API_KEY_PEPPER: {
     doc: 'Server pepper for API-key hashes (>= 32 chars). Unset: generated once into <DATA_DIR>/secrets.json. Set the same value on every node.',
     parse: (raw: string) => {

@@ -5,6 +5,7 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance } from 
 import type { Services } from '../services.js';
 import { StoreUnavailable } from '../storage/unavailable.js';
 import { registerCors } from './cors.js';
+import { registerRateLimits } from './rateLimits.js';
 import { HttpError, MESSAGES, OpenAiErrorBody, ShapeA, ShapeB, ValidationFailure, shapeA } from './errors.js';
 import { internalListenerHandler, recognizeForwarded } from './nodeForwarding.js';
 import { answerClientError, createHttpServer, discardUnreadBody } from './server.js';
@@ -42,6 +43,8 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
     bodyLimit: BODY_LIMIT,
     serverFactory: (h) => createHttpServer(limits, (handler = h)),
     clientErrorHandler: answerClientError,
+    // req.ip: the connection's address, or X-Forwarded-For's client behind the proxies named here.
+    trustProxy: config.TRUST_PROXY.length ? config.TRUST_PROXY : false,
     // Per-request logs would be the hot path's biggest cost; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
     // While closing, requests still meet the drain hook below (503 in Shape A with Retry-After)
@@ -163,6 +166,8 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
     return reply.code(404).send({ detail: 'Not Found' });
   });
 
+  // Before the routes: it attaches the limits as they are declared.
+  await registerRateLimits(app, config, services.metrics);
   await app.register(clientSecretsRoutes(services));
   await app.register(iceConfigRoutes(services));
   await app.register(callRoutes(services));

@@ -23,6 +23,12 @@ export class Metrics {
     registers: [this.registry],
   });
   readonly tokensIssued = new Counter({ name: 'parley_tokens_issued_total', help: 'Ephemeral tokens minted', registers: [this.registry] });
+  readonly rateLimited = new Counter({
+    name: 'parley_rate_limited_total',
+    help: 'Requests refused (429) by a rate limit, by limit (cs-ip, cs-key, calls-token, demo-ip)',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
   /** The voice agent's stages for one turn, by the call's model (params.model). */
   readonly endOfTurnWaitSeconds = this.stageHistogram('parley_end_of_turn_wait_seconds', "From the caller's last speech to the end of their turn being detected");
   readonly transcriptionSeconds = this.stageHistogram('parley_transcription_seconds', "From the end of the caller's turn to its final transcript");

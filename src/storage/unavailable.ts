@@ -31,8 +31,8 @@ const PG_CONNECTION_MESSAGES = /Connection terminated|timeout exceeded when tryi
  */
 const SQLITE_UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|READONLY|CANTOPEN|NOMEM|CORRUPT|NOTADB|PROTOCOL|PERM|AUTH)/;
 
-/** ioredis: the connection is down and the command was given up on. */
-const REDIS_MESSAGES = /Connection is closed|MaxRetriesPerRequest|Stream isn't writeable|enableOfflineQueue|Reached the max retries/i;
+/** ioredis: the connection is down and the command was given up on, or it did not answer in time (commandTimeout). */
+const REDIS_MESSAGES = /Connection is closed|MaxRetriesPerRequest|Stream isn't writeable|enableOfflineQueue|Reached the max retries|Command timed out/i;
 
 /** Whether `err` means the database cannot answer now (as opposed to a query that is wrong). */
 export function isDatabaseUnavailable(err: unknown): boolean {

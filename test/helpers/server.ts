@@ -86,6 +86,9 @@ export async function startServer(extraEnv: Record<string, string> = {}, nodeArg
   };
 }
 
+/** Settings that turn the rate limits off, for tests and benchmarks that place many requests on purpose. */
+export const NO_RATE_LIMITS = { RATE_LIMIT_CLIENT_SECRETS_PER_KEY: '0', RATE_LIMIT_CLIENT_SECRETS_PER_IP: '0', RATE_LIMIT_CALLS_PER_TOKEN: '0' };
+
 /** fetch with JSON conveniences; returns status, headers and the parsed body. */
 export async function http(
   baseUrl: string,

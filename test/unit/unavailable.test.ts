@@ -33,5 +33,6 @@ test('Redis outages', () => {
   assert.equal(isRedisUnavailable(new Error('Connection is closed.')), true);
   assert.equal(isRedisUnavailable(withCode('ECONNREFUSED')), true);
   assert.equal(isRedisUnavailable(new Error('Reached the max retries per request limit (which is 2).')), true);
+  assert.equal(isRedisUnavailable(new Error('Command timed out')), true, 'a Redis that does not answer in time');
   assert.equal(isRedisUnavailable(new Error('ERR wrong number of arguments')), false);
 });

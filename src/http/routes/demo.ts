@@ -6,8 +6,8 @@ import { extname } from 'node:path';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { Services } from '../../services.js';
 import { DemoKey } from '../demo/demoKey.js';
-import { RateLimiter } from '../demo/rateLimiter.js';
 import { HttpError, shapeA } from '../errors.js';
+import { INTERNAL_REQUEST_HEADERS, rateLimited } from '../rateLimits.js';
 
 const PUBLIC_DIR = new URL('../demo/public/', import.meta.url);
 
@@ -53,7 +53,7 @@ function sendFile(reply: FastifyReply, file: PublicFile): FastifyReply {
 export const demoRoutes = (services: Services): FastifyPluginAsync => async (app) => {
   if (!demoEnabled(services.config)) return;
   const files = loadPublicFiles();
-  const limiter = new RateLimiter(services.config.DEMO_RATE_LIMIT_PER_MINUTE);
+  const perMinute = services.config.DEMO_RATE_LIMIT_PER_MINUTE;
   const demoKey = new DemoKey(services.apiKeys, services.config.DEMO_API_KEY);
   app.addHook('onClose', async () => demoKey.dispose().catch((err: Error) => app.log.warn({ err: err.message }, 'demo: could not revoke its key')));
   app.log.info({ key: demoKey.source }, 'demo page enabled at /');
@@ -67,17 +67,18 @@ export const demoRoutes = (services: Services): FastifyPluginAsync => async (app
   // The server SDK's guide form: {ephemeralToken, iceServers}. Done in-process through the same
   // routes an SDK calls (client-secrets, then ice-config), so the demo follows the public contract.
   app.post('/demo/session', hidden, async (req, reply) => {
-    const admission = limiter.take(req.ip);
+    // Counted with the other rate limits (shared through Redis); its own client-secrets request is
+    // internal, so this is the demo's only limit.
+    const admission = await app.rateLimits.hit('demo-ip', req.ip, perMinute, 60_000);
     if (!admission.allowed) {
       const retry = admission.retryAfterSeconds;
-      throw new HttpError(429, shapeA(`Too many demo sessions from this address; try again in ${retry} s.`, 'rate_limit_exceeded'), {
-        'retry-after': String(retry),
-      });
+      services.metrics.rateLimited.inc({ limit: 'demo-ip' });
+      throw rateLimited('orga', `Too many demo sessions from this address; try again in ${retry} s.`, retry);
     }
     const secrets = await app.inject({
       method: 'POST',
       url: '/v1/realtime/client-secrets',
-      headers: { authorization: `Bearer ${await demoKey.key()}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${await demoKey.key()}`, 'content-type': 'application/json', ...INTERNAL_REQUEST_HEADERS },
     });
     if (secrets.statusCode !== 200) {
       req.log.warn({ reqId: req.id, status: secrets.statusCode, key: demoKey.source }, 'demo: client-secrets refused the demo key');

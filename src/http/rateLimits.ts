@@ -1,0 +1,125 @@
+// Rate limits of the routes that cost something: client-secrets (Orga) and client_secrets (OpenAI)
+// per client address (wrong keys included, so before authentication) and per API key (after it),
+// and calls (both forms) per ephemeral token. Beyond a limit: 429 with Retry-After, in Shape A on
+// Orga's routes and in OpenAI's error object on OpenAI's. Counted in Redis when REDIS_URL is set
+// (every node and worker together), else in this process's memory; see src/storage/rateLimits.ts.
+//
+// The hooks are attached when the routes are declared (onRoute), so the route modules stay as they
+// are. A calls request that a full node passes on (src/http/nodeForwarding.ts, before its body is
+// read) is counted once, by the node that answers it: the per-token count runs once the body is.
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteOptions } from 'fastify';
+import type { Config } from '../config/env.js';
+import type { Metrics } from '../observability/metrics.js';
+import { MemoryRateLimitStore } from '../storage/memoryRateLimits.js';
+import type { RateDecision, RateLimitStore } from '../storage/rateLimits.js';
+import { RedisRateLimitStore } from '../storage/redisRateLimits.js';
+import { HttpError, shapeA, type ShapeABody } from './errors.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The counters behind the rate limits (the demo's proxy route counts its sessions there too). */
+    rateLimits: RateLimitStore;
+  }
+}
+
+type Hook = (req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void;
+type Form = 'orga' | 'openai';
+
+/**
+ * Marks a request this process makes to itself (app.inject, e.g. the demo's proxy route, which has
+ * its own limit): a secret of this process, so no client can claim it.
+ */
+export const INTERNAL_REQUEST_HEADERS = { 'x-parley-internal': randomBytes(18).toString('base64url') };
+
+/** Whether `req` is exempt: made by this process itself. */
+export function skipRateLimits(req: FastifyRequest): boolean {
+  return req.headers['x-parley-internal'] === INTERNAL_REQUEST_HEADERS['x-parley-internal'];
+}
+
+/** The 429: Shape A (Orga's routes) or OpenAI's error object (what its clients expect of a rate limit). */
+export function rateLimited(form: Form, message: string, retryAfterSeconds: number): HttpError {
+  const headers = { 'retry-after': String(retryAfterSeconds) };
+  if (form === 'orga') return new HttpError(429, shapeA(message, 'rate_limit_exceeded'), headers);
+  return new HttpError(429, { error: { message, type: 'requests', param: null, code: 'rate_limit_exceeded' } } as ShapeABody, headers);
+}
+
+/** The store for `config`: Redis (waiting briefly for its first connection) or memory. */
+export async function openRateLimitStore(config: Pick<Config, 'REDIS_URL'>, log: FastifyInstance['log']): Promise<RateLimitStore> {
+  if (!config.REDIS_URL) return new MemoryRateLimitStore();
+  const store = new RedisRateLimitStore(config.REDIS_URL, log);
+  await store.start();
+  return store;
+}
+
+interface Limit {
+  scope: string;
+  limit: number;
+  subject: (req: FastifyRequest) => string | undefined;
+  message: (limit: number, windowSeconds: number, retry: number) => string;
+}
+
+/** Opens the store and attaches the limits to the routes declared after this call. */
+export async function registerRateLimits(app: FastifyInstance, config: Config, metrics: Metrics): Promise<void> {
+  const store = await openRateLimitStore(config, app.log);
+  app.decorate('rateLimits', store);
+  app.addHook('onClose', async () => store.close());
+  const windowSeconds = config.RATE_LIMIT_WINDOW_SECONDS;
+  const windowMs = windowSeconds * 1000;
+
+  const perIp: Limit = {
+    scope: 'cs-ip',
+    limit: config.RATE_LIMIT_CLIENT_SECRETS_PER_IP,
+    subject: (req) => req.ip,
+    message: (n, w, r) => `Too many client secrets requested from this address (limit: ${n} per ${w} s); try again in ${r} s.`,
+  };
+  const perKey: Limit = {
+    scope: 'cs-key',
+    limit: config.RATE_LIMIT_CLIENT_SECRETS_PER_KEY,
+    subject: (req) => req.apiKeyId,
+    message: (n, w, r) => `Too many client secrets requested with this API key (limit: ${n} per ${w} s); try again in ${r} s.`,
+  };
+  const perToken: Limit = {
+    scope: 'calls-token',
+    limit: config.RATE_LIMIT_CALLS_PER_TOKEN,
+    subject: (req) => req.token?.jti,
+    message: (n, w, r) => `Too many calls with this ephemeral token (limit: ${n} per ${w} s); try again in ${r} s.`,
+  };
+
+  const hook = (l: Limit, form: Form): Hook => {
+    const refuse = (d: RateDecision) => {
+      metrics.rateLimited.inc({ limit: l.scope });
+      return rateLimited(form, l.message(l.limit, windowSeconds, d.retryAfterSeconds), d.retryAfterSeconds);
+    };
+    return (req, _reply, done) => {
+      const subject = l.subject(req);
+      if (subject === undefined || skipRateLimits(req)) return done();
+      const decision = store.hit(l.scope, subject, l.limit, windowMs);
+      // Synchronous from memory; a promise from Redis (which never rejects: memory stands in).
+      if (decision instanceof Promise) decision.then((d) => done(d.allowed ? undefined : refuse(d)), done);
+      else done(decision.allowed ? undefined : refuse(decision));
+    };
+  };
+
+  /** Into the route's `stage` hooks: before its own (authentication, for onRequest) and after them. */
+  const attach = (route: RouteOptions, stage: 'onRequest' | 'preHandler', before: Limit[], after: Limit[], form: Form) => {
+    const value = route[stage] as Hook | Hook[] | undefined;
+    const own = value === undefined ? [] : Array.isArray(value) ? value : [value];
+    const active = (ls: Limit[]) => ls.filter((l) => l.limit > 0).map((l) => hook(l, form));
+    const hooks = [...active(before), ...own, ...active(after)];
+    if (hooks.length > own.length) (route as { [k in typeof stage]?: Hook[] })[stage] = hooks;
+  };
+
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!methods.includes('POST')) return;
+    // Every client-secrets request counts for its address, wrong keys included (before authentication).
+    if (route.url === '/v1/realtime/client-secrets') attach(route, 'onRequest', [perIp], [perKey], 'orga');
+    else if (route.url === '/v1/realtime/client_secrets') attach(route, 'onRequest', [perIp], [perKey], 'openai');
+    else if (route.url === '/v1/realtime/calls') {
+      // Calls that get as far as trying an offer count, once their body is read: not bodies too large or not JSON.
+      const form = (route.constraints as { callForm?: string } | undefined)?.callForm === 'openai' ? 'openai' : 'orga';
+      attach(route, 'preHandler', [], [perToken], form);
+    }
+  });
+}
