@@ -199,6 +199,7 @@ async function openCalls(server: RunningServer, newProbe: ProbeFactory, pacer: P
           return;
         }
         failures.retries++;
+        log(`  call setup retried: ${(err as Error).message}`);
       }
     }
   };

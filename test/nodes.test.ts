@@ -5,31 +5,20 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
 import { openAiStylePeer } from './helpers/openaiPeer.ts';
+import { scratchDatabase } from './helpers/postgres.ts';
 import { startTestRedis, type TestRedis } from './helpers/redis.ts';
 import { attachTone, listen, openCall, waitFor, type RtcClient } from './helpers/rtcClient.ts';
 import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
-const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const LOST_AFTER_MS = 3000;
-
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
 /** The UDP ports of the host candidates in an SDP. */
 const candidatePorts = (sdp: string) => [...sdp.matchAll(/a=candidate:\S+ \d \S+ \d+ \S+ (\d+) typ host/g)].map((m) => Number(m[1]));
 
 describe('two nodes sharing PostgreSQL and Redis', () => {
-  const dbName = `parley_nodes_${randomBytes(4).toString('hex')}`;
+  let database: Awaited<ReturnType<typeof scratchDatabase>>;
   let redis: TestRedis;
   let nodeA: RunningServer;
   let nodeB: RunningServer;
@@ -37,10 +26,10 @@ describe('two nodes sharing PostgreSQL and Redis', () => {
   let onA: RtcClient;
 
   before(async () => {
-    await admin(`CREATE DATABASE ${dbName}`);
+    database = await scratchDatabase('parley_nodes');
     redis = await startTestRedis();
     const shared = {
-      DATABASE_URL: ADMIN_URL.replace(/\/[^/]*$/, `/${dbName}`),
+      DATABASE_URL: database.url,
       REDIS_URL: redis.url,
       API_KEY_PEPPER: randomBytes(32).toString('hex'),
       TURN_SECRETS: randomBytes(24).toString('hex'),
@@ -55,7 +44,7 @@ describe('two nodes sharing PostgreSQL and Redis', () => {
     await nodeA?.stop();
     await nodeB?.stop();
     await redis?.stop();
-    await admin(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await database?.drop();
   });
 
   const record = async (node: RunningServer, id: string) => (await http(node.baseUrl, `/v1/realtime/conversations/${id}`, { token: nodeA.devKey })).body;

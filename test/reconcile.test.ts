@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
+import { scratchDatabase } from './helpers/postgres.ts';
 import { openCall, type RtcClient } from './helpers/rtcClient.ts';
 import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
@@ -51,26 +51,15 @@ describe('a single node (SQLite) killed mid-call and started again', () => {
 });
 
 describe('two nodes on one PostgreSQL, one killed mid-call', () => {
-  const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const dbName = `parley_reconcile_${randomBytes(4).toString('hex')}`;
+  let database: Awaited<ReturnType<typeof scratchDatabase>>;
   const LOST_AFTER_MS = 3000;
   let nodeA: RunningServer;
   let nodeB: RunningServer;
 
-  async function admin(sql: string): Promise<void> {
-    const client = new pg.Client({ connectionString: ADMIN_URL });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  }
-
   before(async () => {
-    await admin(`CREATE DATABASE ${dbName}`);
+    database = await scratchDatabase('parley_reconcile');
     const shared = {
-      DATABASE_URL: ADMIN_URL.replace(/\/[^/]*$/, `/${dbName}`),
+      DATABASE_URL: database.url,
       API_KEY_PEPPER: randomBytes(32).toString('hex'),
       TURN_SECRETS: randomBytes(24).toString('hex'),
       NODE_HEARTBEAT_MS: '500',
@@ -82,7 +71,7 @@ describe('two nodes on one PostgreSQL, one killed mid-call', () => {
   after(async () => {
     await nodeA?.stop();
     await nodeB?.stop();
-    await admin(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await database?.drop();
   });
 
   test("the survivor records the dead node's call failed (node_lost) and leaves its own alone", async (t) => {

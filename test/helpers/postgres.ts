@@ -2,10 +2,12 @@
 // test can stop and start it without touching the machine's PostgreSQL. Needs the Debian postgresql
 // package (scripts/setup.sh --test); runs as the postgres user when the tests run as root.
 import { execFile, execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import pg from 'pg';
 import { freePort } from './coturn.ts';
 
 const run = promisify(execFile);
@@ -67,4 +69,23 @@ export async function startTestPostgres(): Promise<TestPostgres> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The machine's PostgreSQL (development machines and CI run one on 5432, trust auth). */
+export const MACHINE_POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** A database of the test's own on the machine's PostgreSQL, dropped (connections and all) by drop(). */
+export async function scratchDatabase(prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const admin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: MACHINE_POSTGRES_URL });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  return { url: MACHINE_POSTGRES_URL.replace(/\/[^/]*$/, `/${name}`), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
