@@ -4,6 +4,7 @@
 // answer names its worker (x-parley-node), so the test steers a request to the worker it wants:
 // each request on a new connection, after one answered by the other worker.
 import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { attachTone, listen, openCall, type RtcClient } from './helpers/rtcClient.ts';
 import { http, startServer, type RunningServer } from './helpers/server.ts';
@@ -88,4 +89,46 @@ describe('PARLEY_WORKERS=2', () => {
       assert.equal(res.body.error.code, 'call_not_found');
     }
   });
+
+  test("a worker killed mid-call is replaced: its call is recorded failed (node_lost), the port keeps answering", async () => {
+    const t = await token();
+    await steerTo('wtest-w1');
+    const client = await openCall(server.baseUrl, t, { params: { model: 'audio-echo' }, headers: NEW_CONNECTION });
+    clients.push(client);
+    assert.equal(client.answeredBy, 'wtest-w1');
+    await client.waitConnected();
+    await until('the call recorded active', async () => (await request(`/v1/realtime/conversations/${client.conversationId}`, { token: server.devKey })).body.state, (s) => s === 'active');
+
+    process.kill(workerPid(server.proc.pid!, 1), 'SIGKILL');
+    // A connection handed to the worker as it died is lost with it (as with any crashed server):
+    // these requests give up after a while and are asked again.
+    const patiently = async (path: string) => {
+      const res = await fetch(server.baseUrl + path, { headers: { ...NEW_CONNECTION, authorization: `Bearer ${server.devKey}` }, signal: AbortSignal.timeout(3000) }).catch(() => undefined);
+      return res && { node: answeredBy(res), body: (await res.json()) as any };
+    };
+    // The replacement starts with the same node id and records what its predecessor left unfinished.
+    const rec = await until('the call recorded failed', () => patiently(`/v1/realtime/conversations/${client.conversationId}`), (r) => r?.body.state === 'failed', 30_000);
+    assert.equal(rec!.body.end_reason, 'node_lost');
+    assert.match(server.stderr(), /worker exited; starting another in its place/);
+    const seen = new Set<string | null | undefined>();
+    await until('both workers answering', async () => seen.add((await patiently('/healthz'))?.node).size, () => seen.has('wtest-w1') && seen.has('wtest-w2'), 30_000);
+  });
+
+  test('SIGTERM to the primary drains every worker and ends with exit code 0', async () => {
+    const t = await token();
+    const client = await openCall(server.baseUrl, t, { params: { model: 'audio-echo' }, headers: NEW_CONNECTION });
+    clients.push(client);
+    await client.waitConnected();
+    const ended = client.nextEvent('session.ended', 20_000);
+    assert.equal(await server.stop('SIGTERM', { keepData: true }), 0);
+    assert.equal((await ended).reason, 'server_shutdown');
+  });
 });
+
+/** The pid of worker `index` among the primary's children (its environment names its index). */
+function workerPid(primaryPid: number, index: number): number {
+  const children = readdirSync(`/proc/${primaryPid}/task`).flatMap((tid) => readFileSync(`/proc/${primaryPid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
+  const pid = children.find((child) => readFileSync(`/proc/${child}/environ`, 'utf8').split('\0').includes(`PARLEY_WORKER_INDEX=${index}`));
+  assert.ok(pid, `worker ${index} among ${children.join(', ')}`);
+  return pid;
+}
