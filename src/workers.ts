@@ -5,9 +5,11 @@
 // its calls, UDP sockets and agents are its own; requests for a call another worker carries reach
 // that worker through the node-to-node listeners, as they would on another machine.
 import cluster, { type Worker } from 'node:cluster';
+import { AggregatorRegistry, type PrometheusContentType } from 'prom-client';
 import type { Logger } from 'pino';
 import type { Config } from './config/env.js';
 import { TurnService } from './ice/turnService.js';
+import { answerMetricsRequests } from './observability/clusterMetrics.js';
 import { openStore } from './services.js';
 import { loadOrCreateNodeId } from './storage/nodes.js';
 
@@ -39,6 +41,7 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
     ...(turn?.coturnPort ? { [COTURN_BY_PRIMARY]: '1', TURN_PORT: String(turn.coturnPort) } : {}),
   });
 
+  const metrics = new AggregatorRegistry<PrometheusContentType>();
   const workers = new Map<number, Worker>();
   const listening = new Set<number>();
   let ready = false;
@@ -47,6 +50,7 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
   const fork = (index: number) => {
     const worker = cluster.fork(workerEnv(index));
     workers.set(index, worker);
+    answerMetricsRequests(worker, metrics);
     worker.on('message', (message: WorkerMessage) => {
       if (message?.kind !== 'listening' || ready) return;
       listening.add(index);

@@ -56,6 +56,19 @@ describe('PARLEY_WORKERS=2', () => {
     }
   });
 
+  test('GET /metrics sums every worker; ?scope=worker is the answering one alone', async () => {
+    const value = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    for (const worker of WORKERS) {
+      await steerTo(worker);
+      const res = await fetch(`${server.baseUrl}/metrics`, { headers: NEW_CONNECTION });
+      assert.equal(answeredBy(res), worker);
+      assert.equal(value(await res.text(), 'parley_active_calls'), 2, 'one call on each worker, summed');
+      await steerTo(worker);
+      const own = await fetch(`${server.baseUrl}/metrics?scope=worker`, { headers: NEW_CONNECTION });
+      assert.equal(value(await own.text(), 'parley_active_calls'), 1);
+    }
+  });
+
   test("conversation reads and hang-up work on the worker that does not carry the call", async () => {
     for (const client of clients) {
       const owner = client.answeredBy!;

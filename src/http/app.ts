@@ -181,8 +181,9 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
     const { ready, checks } = await services.readiness.evaluate();
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks });
   });
-  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) =>
-    reply.type(services.metrics.registry.contentType).send(await services.metrics.registry.metrics()),
+  // Under PARLEY_WORKERS, every worker's figures summed; `?scope=worker`: the answering worker's.
+  app.get<{ Querystring: { scope?: string } }>('/metrics', { schema: { hide: true } }, async (req, reply) =>
+    reply.type(services.metrics.registry.contentType).send(await services.metrics.exposition(req.query.scope === 'worker')),
   );
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;

@@ -1,7 +1,9 @@
 // Prometheus metrics for operators (GET /metrics): calls, their outcomes, answer latency, tokens,
 // TURN, call sessions still in memory, ICE candidates refused, and where the voice agent's time
 // goes, stage by stage.
+import cluster from 'node:cluster';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { clusterMetricsReader } from './clusterMetrics.js';
 import { LiveObjects } from './liveObjects.js';
 
 /** Seconds, around the 0.1–1 s a voice agent's stages take. */
@@ -68,8 +70,16 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** Under PARLEY_WORKERS: every worker's metrics, summed (through the primary). */
+  private readonly everyWorker = cluster.isWorker ? clusterMetricsReader(this.registry) : undefined;
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'parley_' });
+  }
+
+  /** The exposition text: this process's, or under PARLEY_WORKERS every worker's summed unless `thisWorkerOnly`. */
+  exposition(thisWorkerOnly = false): Promise<string> {
+    return this.everyWorker && !thisWorkerOnly ? this.everyWorker() : this.registry.metrics();
   }
 
   private stageHistogram(name: string, help: string): Histogram<'model'> {
