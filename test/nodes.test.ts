@@ -85,7 +85,7 @@ describe('two nodes sharing PostgreSQL and Redis', () => {
       });
       assert.equal(res.status, 201);
       assert.equal(res.headers.get('x-parley-node'), 'node-b');
-      const id = /\/v1\/realtime\/calls\/(conv_\w+)$/.exec(res.headers.get('location') ?? '')?.[1];
+      const id = /\/v1\/realtime\/calls\/(conv_[^/]+)$/.exec(res.headers.get('location') ?? '')?.[1];
       assert.ok(id, 'Location names the call');
       await peer.pc.setRemoteDescription({ type: 'answer', sdp: await res.text() });
       await waitFor(() => peer.pc.connectionState === 'connected', (cb) => (peer.pc.onconnectionstatechange = cb), 10_000, 'connected');
