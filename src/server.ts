@@ -3,24 +3,13 @@
 // each worker runs this node.
 import cluster from 'node:cluster';
 import type { Server } from 'node:http';
-import { isIP } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { destination, pino, type Logger } from 'pino';
 import type { Config } from './config/env.js';
 import { buildApp } from './http/app.js';
 import { createServices } from './services.js';
+import { createDevelopmentKey, createLog, printReady } from './startup.js';
+import { hostInUrl } from './system/addresses.js';
 import { COTURN_BY_PRIMARY, WORKER_INDEX, runWorkers, type WorkerMessage } from './workers.js';
-
-export function createLog(config: Config): Logger {
-  // Logs go to stderr as JSON; stdout carries only what a person or a script reads (ready line, dev key).
-  return pino(
-    {
-      level: config.LOG_LEVEL,
-      redact: { paths: ['req.headers.authorization', '*.authorization', '*.token', '*.ephemeral_token', '*.key'], censor: '[redacted]' },
-    },
-    destination(2),
-  );
-}
 
 export async function serve(config: Config): Promise<void> {
   if (cluster.isPrimary && config.PARLEY_WORKERS > 1) return runWorkers(config, createLog(config));
@@ -34,10 +23,7 @@ async function runNode(config: Config): Promise<void> {
   const app = await buildApp(services, log);
 
   // A worker's primary did this once for all of them.
-  if (!workerIndex && config.CREATE_DEV_KEY && (await services.apiKeys.count()) === 0) {
-    const { key, record } = await services.apiKeys.create('development');
-    process.stdout.write(`created development API key ${record.id} (shown once, store it now): ${key}\n`);
-  }
+  if (!workerIndex) await createDevelopmentKey(config, services.apiKeys);
 
   // In a worker, the port is shared with the other workers (node:cluster hands connections round).
   await app.listen({ host: config.HOST, port: config.PORT });
@@ -50,11 +36,11 @@ async function runNode(config: Config): Promise<void> {
   const internalPort = config.INTERNAL_PORT ? config.INTERNAL_PORT + (workerIndex ?? 1) - 1 : 0;
   await listen(internal, config.INTERNAL_HOST, internalPort);
   const internalAddr = internal.address();
-  const nodeUrl = `http://${urlHost(config.INTERNAL_HOST)}:${typeof internalAddr === 'object' && internalAddr ? internalAddr.port : internalPort}`;
+  const nodeUrl = `http://${hostInUrl(config.INTERNAL_HOST)}:${typeof internalAddr === 'object' && internalAddr ? internalAddr.port : internalPort}`;
   await services.announce(nodeUrl).catch((err: Error) => log.warn({ err: err.message }, 'could not record this node in the registry yet (the next heartbeat will)'));
 
   if (workerIndex) process.send!({ kind: 'listening', port } satisfies WorkerMessage);
-  else process.stdout.write(`parley ready at http://${urlHost(config.HOST)}:${port}\n`);
+  else printReady(config.HOST, port);
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -94,5 +80,3 @@ function listen(server: Server, host: string, port: number): Promise<void> {
     });
   });
 }
-
-const urlHost = (host: string) => (isIP(host) === 6 ? `[${host}]` : host);

@@ -11,6 +11,7 @@ import type { Config } from './config/env.js';
 import { TurnService } from './ice/turnService.js';
 import { answerMetricsRequests } from './observability/clusterMetrics.js';
 import { openStore } from './services.js';
+import { createDevelopmentKey, printReady } from './startup.js';
 import { loadOrCreateNodeId } from './storage/nodes.js';
 
 /** What the primary tells a worker through its environment (not settings of their own). */
@@ -25,10 +26,7 @@ const RESPAWN_DELAY_MS = 1000;
 export async function runWorkers(config: Config, log: Logger): Promise<void> {
   const count = config.PARLEY_WORKERS;
   const store = await openStore(config, log);
-  if (config.CREATE_DEV_KEY && (await store.apiKeys.count()) === 0) {
-    const { key, record } = await store.apiKeys.create('development');
-    process.stdout.write(`created development API key ${record.id} (shown once, store it now): ${key}\n`);
-  }
+  await createDevelopmentKey(config, store.apiKeys);
   const turnSecrets = store.turnSecrets;
   await store.bus.close();
   await store.db.destroy();
@@ -56,9 +54,8 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
       listening.add(index);
       if (listening.size < count) return;
       ready = true;
-      const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
       log.info({ workers: count }, 'every worker listens');
-      process.stdout.write(`parley ready at http://${host}:${message.port} (${count} workers)\n`);
+      printReady(config.HOST, message.port, ` (${count} workers)`);
     });
     worker.on('exit', (code, signal) => {
       workers.delete(index);

@@ -1,7 +1,7 @@
 // A turnserver.conf for coturn in TURN REST-API mode (`use-auth-secret`), derived from the same
 // settings ice-config uses, so the credentials Parley mints are exactly the ones coturn accepts.
 import type { Config } from '../config/env.js';
-import { isIP } from 'node:net';
+import { hostInUrl } from '../system/addresses.js';
 import { parseTurnUrl, type TurnAddress } from './turnUrl.js';
 
 export interface CoturnConfigOptions {
@@ -149,7 +149,6 @@ type ManagedSettings = Parameters<typeof coturnOptionsFromConfig>[0] & Pick<Conf
 
 const isLoopback = (ip: string) => ip.startsWith('127.') || ip === '::1';
 const isWildcard = (ip: string) => ip === '0.0.0.0' || ip === '::';
-const hostInUrl = (ip: string) => (isIP(ip) === 6 ? `[${ip}]` : ip);
 /** The address Parley's coturn listens on: TURN_BIND, else HOST (coturn takes IP addresses only). */
 export const turnBindAddress = (settings: Pick<Config, 'HOST' | 'TURN_BIND'>) => {
   const bind = settings.TURN_BIND || settings.HOST;

@@ -3,6 +3,7 @@
 // The message codec is werift-ice's; anything that is not a well-formed Binding request is dropped.
 import { createSocket, type Socket } from 'node:dgram';
 import { isIP } from 'node:net';
+import { hostInUrl } from '../system/addresses.js';
 import { Message, classes, isComprehensionRequiredAttribute, methods, parseMessage } from 'werift-ice';
 
 export interface StunServerOptions {
@@ -73,7 +74,7 @@ export async function startStunServer(opts: StunServerOptions): Promise<StunServ
 export function embeddedStunUrl(bound: { address: string; port: number }, publicIp?: string): string {
   const wildcard = bound.address === '0.0.0.0' || bound.address === '::';
   const host = publicIp || (wildcard ? '127.0.0.1' : bound.address);
-  return `stun:${isIP(host) === 6 ? `[${host}]` : host}:${bound.port}`;
+  return `stun:${hostInUrl(host)}:${bound.port}`;
 }
 
 /** coturn answers Binding requests on its TURN ports too: the STUN entries to fall back on. */
