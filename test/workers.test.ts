@@ -4,8 +4,9 @@
 // answer names its worker (x-parley-node), so the test steers a request to the worker it wants:
 // each request on a new connection, after one answered by the other worker.
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
+import { childPids } from './helpers/processes.ts';
 import { attachTone, listen, openCall, type RtcClient } from './helpers/rtcClient.ts';
 import { http, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
@@ -140,7 +141,7 @@ describe('PARLEY_WORKERS=2', () => {
 
 /** The pid of worker `index` among the primary's children (its environment names its index). */
 function workerPid(primaryPid: number, index: number): number {
-  const children = readdirSync(`/proc/${primaryPid}/task`).flatMap((tid) => readFileSync(`/proc/${primaryPid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
+  const children = childPids(primaryPid);
   const pid = children.find((child) => readFileSync(`/proc/${child}/environ`, 'utf8').split('\0').includes(`PARLEY_WORKER_INDEX=${index}`));
   assert.ok(pid, `worker ${index} among ${children.join(', ')}`);
   return pid;

@@ -1,28 +1,15 @@
 // Process and machine accounting from /proc for the benchmarks, and CPU pinning with taskset.
 import { execFileSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import { childPids } from '../../test/helpers/processes.ts';
 
 const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ on Linux: /proc/<pid>/stat times are in these
 
 /** A process and its descendants (a PARLEY_WORKERS primary and its workers, coturn…), while they live. */
 export function processTree(pid: number): number[] {
   const tree = [pid];
-  for (let i = 0; i < tree.length; i++) {
-    let tids: string[] = [];
-    try {
-      tids = readdirSync(`/proc/${tree[i]}/task`);
-    } catch {
-      continue; // gone
-    }
-    for (const tid of tids) {
-      try {
-        for (const child of readFileSync(`/proc/${tree[i]}/task/${tid}/children`, 'utf8').split(' ')) if (child.trim()) tree.push(Number(child));
-      } catch {
-        // the thread ended
-      }
-    }
-  }
+  for (let i = 0; i < tree.length; i++) tree.push(...childPids(tree[i]!));
   return tree;
 }
 

@@ -87,16 +87,12 @@ export class TurnService {
     opts: { coturnRunsElsewhere?: boolean } = {},
   ): Promise<TurnService> {
     if (!settings.TURN_ENABLED) return new TurnService([], settings, '', log, onHealth);
-    if (settings.TURN_URLS) {
-      const external = settings.TURN_URLS.map((url) => ({ url, target: parseTurnUrl(url), up: false, checkedAt: null, error: null }));
-      const service = new TurnService(external, settings, secrets[0]!, log, onHealth);
-      await service.check();
-      service.schedule();
-      return service;
-    }
-    if (opts.coturnRunsElsewhere) {
-      const managed = managedTurnServers(settings, settings.TURN_PORT).map((s) => ({ ...s, up: false, checkedAt: null, error: null }));
-      const service = new TurnService(managed, settings, secrets[0]!, log, onHealth);
+    // Servers someone else runs (the operator's, or this node's primary's coturn): checked only.
+    if (settings.TURN_URLS || opts.coturnRunsElsewhere) {
+      const servers = settings.TURN_URLS
+        ? settings.TURN_URLS.map((url) => ({ url, target: parseTurnUrl(url) }))
+        : managedTurnServers(settings, settings.TURN_PORT);
+      const service = new TurnService(servers.map((s) => ({ ...s, up: false, checkedAt: null, error: null })), settings, secrets[0]!, log, onHealth);
       await service.check();
       service.schedule();
       return service;
