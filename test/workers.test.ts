@@ -133,6 +133,8 @@ describe('PARLEY_WORKERS=2', () => {
     const client = await openCall(server.baseUrl, t, { params: { model: 'audio-echo' }, headers: NEW_CONNECTION });
     clients.push(client);
     await client.waitConnected();
+    // The worker has taken the event channel (its greeting came), so the goodbye has a way out.
+    await client.nextEvent('session.created');
     const ended = client.nextEvent('session.ended', 20_000);
     assert.equal(await server.stop('SIGTERM', { keepData: true }), 0);
     assert.equal((await ended).reason, 'server_shutdown');

@@ -207,6 +207,8 @@ export class Call implements CallControl {
     });
     protocol.opened();
     for (const event of this.pending.splice(0)) protocol.deliver(event);
+    // A channel that opens in the moment between the call's end and its peer's close is told too.
+    if (this.lifecycle.ended) protocol.ended(this.lifecycle.endReason!);
   }
 
   /** The media path threw: said to the client, logged, and the call ends (its audio cannot be trusted). */
