@@ -21,7 +21,7 @@ import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { http, mintToken, startServer, type RunningServer, NO_RATE_LIMITS } from '../test/helpers/server.ts';
+import { http, mintToken, startServer, type RunningServer, NO_RATE_LIMITS, NO_CALL_LIMITS } from '../test/helpers/server.ts';
 import { placeCall, type PlacedCall } from './lib/placeCall.ts';
 import { cpuSeconds, machineJiffies, percentile, rssMb } from './lib/proc.ts';
 
@@ -311,7 +311,7 @@ interface BenchOptions {
 }
 
 async function benchStack(stack: string, opts: BenchOptions): Promise<StackResult> {
-  const server = await startServer({ WEBRTC_STACK: stack, MAX_CONCURRENT_CALLS: '1000', LOG_LEVEL: 'warn', STUN_ENABLED: 'false', ...NO_RATE_LIMITS });
+  const server = await startServer({ WEBRTC_STACK: stack, MAX_CONCURRENT_CALLS: '1000', LOG_LEVEL: 'warn', STUN_ENABLED: 'false', ...NO_RATE_LIMITS, ...NO_CALL_LIMITS });
   const result: StackResult = { stack, ramp: [], maxPassingN: 0 };
   try {
     for (const n of opts.ramp) {

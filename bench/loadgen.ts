@@ -42,7 +42,7 @@ import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { startServer, type RunningServer, NO_RATE_LIMITS } from '../test/helpers/server.ts';
+import { startServer, type RunningServer, NO_RATE_LIMITS, NO_CALL_LIMITS } from '../test/helpers/server.ts';
 import { LoadCall, type AgentAudio, type PacketSource } from './lib/loadCall.ts';
 import { buildClip, ClipPlayer, OnsetMatcher } from './lib/markerClip.ts';
 import { buildQuestion, TalkScript } from './lib/talkScript.ts';
@@ -342,7 +342,7 @@ function probeFactory(): ProbeFactory {
 }
 
 async function main(): Promise<void> {
-  const env: Record<string, string> = { WEBRTC_STACK: values.stack, MAX_CONCURRENT_CALLS: '10000', LOG_LEVEL: 'warn', STUN_ENABLED: 'false', ...NO_RATE_LIMITS };
+  const env: Record<string, string> = { WEBRTC_STACK: values.stack, MAX_CONCURRENT_CALLS: '10000', LOG_LEVEL: 'warn', STUN_ENABLED: 'false', ...NO_RATE_LIMITS, ...NO_CALL_LIMITS };
   for (const kv of values.env) {
     const eq = kv.indexOf('=');
     if (eq < 1) throw new Error(`--env wants KEY=VALUE, got ${kv}`);

@@ -48,7 +48,7 @@ function run(calls: number, seconds: number, ptimeMs: number, complexity: number
       audio: sender,
       conversation: new Conversation(),
       emit: () => {},
-      recordTurn: () => {},
+      turnCompleted: () => {},
     });
     const receiver = new AudioReceiver(111, (frame) => {
       frames++;

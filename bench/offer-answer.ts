@@ -11,7 +11,7 @@
 import { cpus, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { http, mintToken, startServer, type RunningServer, NO_RATE_LIMITS } from '../test/helpers/server.ts';
+import { http, mintToken, startServer, type RunningServer, NO_RATE_LIMITS, NO_CALL_LIMITS } from '../test/helpers/server.ts';
 import { placeCall } from './lib/placeCall.ts';
 
 const { values } = parseArgs({
@@ -37,7 +37,7 @@ async function waitForNoCalls(server: RunningServer): Promise<void> {
   }
 }
 
-const server = await startServer({ WEBRTC_STACK: values.stack!, ...NO_RATE_LIMITS });
+const server = await startServer({ WEBRTC_STACK: values.stack!, ...NO_RATE_LIMITS, ...NO_CALL_LIMITS });
 const offerToAnswer: number[] = [];
 const answerToConnected: number[] = [];
 let failed = 0;

@@ -2,14 +2,49 @@
 // token attacks, bad bodies, SDP fuzz and candidate floods, malformed and slow HTTP. Prints what
 // each group was answered (status counts) and fails if anything got a 5xx or the process died.
 // No probe offers an ICE candidate the server's filter would let through to anything but loopback.
+// Then event floods on a live call (a second server, default settings): a caller in a process of
+// its own floods its data channel while another caller is watched (test/helpers/flooding.ts).
 //
-//   node --import tsx bench/probes.ts            # about 1,100 probes, 1-2 minutes
+//   node --import tsx bench/probes.ts            # about 1,100 probes and the floods, 1-2 minutes
+//   node --import tsx bench/probes.ts --floods   # the floods only
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import wrtc from '@roamhq/wrtc';
 import { SDP_JUNK, mutateSdp, rng } from '../test/helpers/sdpFuzz.ts';
-import { http, mintToken, startServer, NO_RATE_LIMITS } from '../test/helpers/server.ts';
-import '../test/helpers/rtcClient.ts';
+import { floodingCaller, underAttack } from '../test/helpers/flooding.ts';
+import { attachTone, inboundAudio, openCall } from '../test/helpers/rtcClient.ts';
+import { http, mintToken, startServer, NO_RATE_LIMITS, NO_CALL_LIMITS } from '../test/helpers/server.ts';
+import { until } from '../test/helpers/wait.ts';
+
+/** Event floods on a live call, against a server with the default settings. */
+async function floods(): Promise<void> {
+  const server = await startServer();
+  try {
+    const bystander = await openCall(server.baseUrl, await mintToken(server.baseUrl, server.devKey), { params: { model: 'audio-echo' } });
+    await bystander.waitConnected();
+    await bystander.nextEvent('session.created');
+    const stopTone = await attachTone(bystander);
+    await until('the bystander’s echo', async () => (await inboundAudio(bystander)).packetsReceived, (n) => n >= 50);
+    console.log('\nEvent floods on one call (a bystander call watched meanwhile):');
+    console.log('flood                                   speech procs  bystander RTT max  /healthz max  bystander audio  attacker told');
+    for (const [form, count, what] of [['orga', 5000, '5,000 Orga item-creates'], ['openai', 1000, '1,000 OpenAI cancel/create pairs']] as const) {
+      const attacker = await floodingCaller(server, await mintToken(server.baseUrl, server.devKey), form, count);
+      const o = await underAttack(server, bystander, attacker.go);
+      console.log(
+        `${what.padEnd(40)}${String(o.maxSpeechProcesses).padStart(12)}${`${Math.round(o.maxRoundTripMs)} ms`.padStart(19)}${`${Math.round(o.maxHealthzMs)} ms`.padStart(14)}${`${o.audioPacketsPerSecond.toFixed(1)} pkt/s`.padStart(17)}  ${o.attack.errorCodes.join(', ')}`,
+      );
+    }
+    stopTone();
+    bystander.close();
+  } finally {
+    await server.stop();
+  }
+}
+
+if (process.argv.includes('--floods')) {
+  await floods();
+  process.exit(0);
+}
 
 type Outcome = number | string;
 const results = new Map<string, Map<Outcome, number>>();
@@ -22,7 +57,7 @@ function note(group: string, what: string, outcome: Outcome): void {
   if (typeof outcome === 'number' && outcome >= 500) fiveHundreds.push(`${group}: ${what} → ${outcome}`);
 }
 
-const server = await startServer({ HTTP_HEADERS_TIMEOUT_MS: '2000', HTTP_REQUEST_TIMEOUT_MS: '3000', CALL_CONNECT_TIMEOUT_MS: '1000', MAX_CONCURRENT_CALLS: '1000', ...NO_RATE_LIMITS });
+const server = await startServer({ HTTP_HEADERS_TIMEOUT_MS: '2000', HTTP_REQUEST_TIMEOUT_MS: '3000', CALL_CONNECT_TIMEOUT_MS: '1000', MAX_CONCURRENT_CALLS: '1000', ...NO_RATE_LIMITS, ...NO_CALL_LIMITS });
 const base = server.baseUrl;
 const key = server.devKey;
 const token = await mintToken(base, key);
@@ -168,4 +203,5 @@ for (const f of fiveHundreds) console.log(`  5xx: ${f}`);
 await server.stop();
 assert.equal(fiveHundreds.length, 0, 'no probe may get a 5xx');
 assert.ok(alive, 'the process must survive every probe');
+await floods();
 process.exit(0);

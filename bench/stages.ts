@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PocketSphinxRecognizer } from '../src/agent/stt/pocketsphinx.ts';
+import { EngineHost } from '../src/agent/tts/engineHost.ts';
 import { createLocalSpeechEngine, synthesizeLocally } from '../src/agent/tts/local.ts';
 import { Speaker } from '../src/agent/tts/speaker.ts';
 import { createTurnDetector } from '../src/agent/turn/detector.ts';
@@ -77,7 +78,7 @@ async function turns(provider: VadProvider, pcm: Int16Array, silenceMs: number):
     },
   });
   const input = concat(silence(1000), pcm, silence(silenceMs + 1000));
-  for (const f of frames(input, 20)) detector.push(f);
+  for (const f of frames(input, 20)) detector.push(downsample48kTo16k(f));
   while (judged < Math.floor(input.length / 3 / vad.windowSamples)) await sleep(5);
   detector.close();
   return { count, ...(stopMs !== undefined ? { stopMs } : {}) };
@@ -131,7 +132,8 @@ await recognizer.close();
 // 4. Local voices: first audio of a reply spoken by the Speaker (first clause) vs the whole sentence at once.
 console.log('\nLocal voices (flite, Victoria), time to first audio:');
 const reply = 'Sure, I can help you with that, and it will not take long at all.';
-const engine = createLocalSpeechEngine();
+const engine = createLocalSpeechEngine(4);
+const host = new EngineHost(1);
 const firstClause: number[] = [];
 const whole: number[] = [];
 for (let r = 0; r < rounds; r++) {
@@ -144,9 +146,11 @@ for (let r = 0; r < rounds; r++) {
     break;
   }
   const t2 = performance.now();
-  await synthesizeLocally(reply, 'Victoria');
+  await synthesizeLocally(host, reply, 'Victoria');
   whole.push(performance.now() - t2);
 }
 console.log(`  Speaker, first clause ("Sure,"): p50 ${ms(percentile(firstClause, 50))}, p95 ${ms(percentile(firstClause, 95))}`);
 console.log(`  whole sentence (${reply.length} chars) at once: p50 ${ms(percentile(whole, 50))}, p95 ${ms(percentile(whole, 95))}`);
+host.close();
+await engine.close?.();
 console.log(`\nload average at the end ${load()}`);

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { resampleTo48k } from '../src/media/audio/resample.ts';
+import { frameConverter, resampleTo48k } from '../src/media/audio/resample.ts';
 import { readWav } from '../src/media/audio/wav.ts';
 import { FRAME_SAMPLES, type AudioOut } from '../src/media/audio/format.ts';
 import { pino } from 'pino';
@@ -166,9 +166,11 @@ const agent = agents.registry.factoryFor(MODEL).create({
   audio,
   conversation,
   emit: (e) => events.push({ ...e, at: performance.now() }),
-  recordTurn: () => {},
+  turnCompleted: () => {},
 });
-const caller = new Caller((frame) => agent.onAudio(frame));
+// The caller's 48 kHz frames at the rate the agent hears at, as a call's transport converts them.
+const toAgentRate = frameConverter(48_000, agent.inputSampleRate);
+const caller = new Caller((frame) => agent.onAudio(toAgentRate(frame)));
 
 async function next(type: CallEvent['type'], from: number, timeoutMs = 20_000): Promise<Event> {
   const end = performance.now() + timeoutMs;

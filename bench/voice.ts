@@ -9,7 +9,7 @@
 import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { startServer } from '../test/helpers/server.ts';
+import { startServer, NO_CALL_LIMITS } from '../test/helpers/server.ts';
 import { speak } from '../test/helpers/speech.ts';
 import { SENTENCES } from './lib/sentences.ts';
 import { cpuSeconds, mean, openTalker, percentile, type Talker } from './lib/talker.ts';
@@ -57,7 +57,7 @@ async function bargeIn(talker: Talker): Promise<number[]> {
   return out;
 }
 
-const server = await startServer({ LOG_LEVEL: 'warn', MAX_CONCURRENT_CALLS: '100', ...env });
+const server = await startServer({ LOG_LEVEL: 'warn', MAX_CONCURRENT_CALLS: '100', ...NO_CALL_LIMITS, ...env });
 const rows: string[] = [];
 let barge: number[] = [];
 try {

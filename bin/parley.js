@@ -1,6 +1,13 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx, so `npx parley ...` works from a checkout.
-import { register } from 'tsx/esm/api';
+// The `parley` command: the compiled CLI when there is a build (`npm run build`; a production
+// install has no tsx), else the TypeScript sources through tsx (a checkout that was never built).
+import { existsSync } from 'node:fs';
 
-register();
-await import('../src/cli/main.ts');
+const built = new URL('../dist/.built', import.meta.url);
+if (existsSync(built)) {
+  await import('../dist/cli/main.js');
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import('../src/cli/main.ts');
+}

@@ -30,7 +30,10 @@ apt_install() {
 }
 
 need_node
-[ -d node_modules ] || npm ci
+# onnxruntime-node's install script would fetch CUDA libraries from NuGet (its CPU runtime, all Parley
+# uses, ships in the package); the environment tells it not to. Warnings are left out: the only ones
+# are dev dependencies (the test clients) declaring Node 22 while the suite shows they run on 20.
+[ -d node_modules ] || ONNXRUNTIME_NODE_INSTALL=skip npm ci --loglevel=error
 
 # The built-in voice agent: speech recognition (PocketSphinx) and synthesis (flite, espeak-ng).
 apt_install pocketsphinx pocketsphinx-en-us flite espeak-ng
@@ -47,7 +50,10 @@ if ! dpkg -s coturn >/dev/null 2>&1; then
 fi
 
 if [ "$mode" = "--test" ]; then
-  apt_install chromium openssl sox postgresql redis-server
+  # opus-tools: the recordings test checks its files with opusinfo and decodes them with opusdec.
+  apt_install chromium openssl sox postgresql redis-server opus-tools
+  # A real SIP user agent for the SIP front door's tests (test/sip.test.ts).
+  apt_install baresip
   # The tests start their own coturn instances too, with temporary configs.
   if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
     echo "setup: starting PostgreSQL" >&2

@@ -9,11 +9,20 @@ import { buildApp } from './http/app.js';
 import { createServices } from './services.js';
 import { createDevelopmentKey, createLog, printReady } from './startup.js';
 import { hostInUrl } from './system/addresses.js';
+import { ensureDataDir } from './system/dataDir.js';
+import { StartupError, bindFailure } from './system/startupError.js';
 import { COTURN_BY_PRIMARY, WORKER_INDEX, runWorkers, type WorkerMessage } from './workers.js';
 
 export async function serve(config: Config): Promise<void> {
-  if (cluster.isPrimary && config.PARLEY_WORKERS > 1) return runWorkers(config, createLog(config));
-  return runNode(config);
+  try {
+    if (cluster.isPrimary) ensureDataDir(config.DATA_DIR);
+    if (cluster.isPrimary && config.PARLEY_WORKERS > 1) return await runWorkers(config, createLog(config));
+    return await runNode(config);
+  } catch (err) {
+    if (!(err instanceof StartupError)) throw err;
+    process.stderr.write(`parley: ${err.message}\n`);
+    process.exit(1);
+  }
 }
 
 async function runNode(config: Config): Promise<void> {
@@ -26,7 +35,12 @@ async function runNode(config: Config): Promise<void> {
   if (!workerIndex) await createDevelopmentKey(config, services.apiKeys);
 
   // In a worker, the port is shared with the other workers (node:cluster hands connections round).
-  await app.listen({ host: config.HOST, port: config.PORT });
+  await app.listen({ host: config.HOST, port: config.PORT }).catch(async (err: unknown) => {
+    // Everything started so far stops first (the speech engines' threads among it), then one line.
+    await app.close();
+    await services.close();
+    throw bindFailure(err, 'Parley', config.HOST, config.PORT, 'PORT');
+  });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
 
@@ -34,13 +48,17 @@ async function runNode(config: Config): Promise<void> {
   // answer and requests for the calls it carries.
   const internal = app.createInternalServer();
   const internalPort = config.INTERNAL_PORT ? config.INTERNAL_PORT + (workerIndex ?? 1) - 1 : 0;
-  await listen(internal, config.INTERNAL_HOST, internalPort);
+  await listen(internal, config.INTERNAL_HOST, internalPort).catch(async (err: unknown) => {
+    await app.close();
+    await services.close();
+    throw bindFailure(err, 'the node-to-node listener', config.INTERNAL_HOST, internalPort, 'INTERNAL_PORT (or INTERNAL_HOST)');
+  });
   const internalAddr = internal.address();
   const nodeUrl = `http://${hostInUrl(config.INTERNAL_HOST)}:${typeof internalAddr === 'object' && internalAddr ? internalAddr.port : internalPort}`;
   await services.announce(nodeUrl).catch((err: Error) => log.warn({ err: err.message }, 'could not record this node in the registry yet (the next heartbeat will)'));
 
   if (workerIndex) process.send!({ kind: 'listening', port } satisfies WorkerMessage);
-  else printReady(config.HOST, port);
+  else printReady(config, port);
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -36,6 +36,8 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
   const workerEnv = (index: number): NodeJS.ProcessEnv => ({
     [WORKER_INDEX]: String(index),
     NODE_ID: `${baseId}-w${index}`,
+    // A SIP dialog's messages must all reach the worker that holds it: the first worker alone answers SIP.
+    ...(index > 1 && config.SIP_PORT !== undefined ? { SIP_PORT: '' } : {}),
     ...(turn?.coturnPort ? { [COTURN_BY_PRIMARY]: '1', TURN_PORT: String(turn.coturnPort) } : {}),
   });
 
@@ -55,7 +57,7 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
       if (listening.size < count) return;
       ready = true;
       log.info({ workers: count }, 'every worker listens');
-      printReady(config.HOST, message.port, ` (${count} workers)`);
+      printReady(config, message.port, ` (${count} workers)`);
     });
     worker.on('exit', (code, signal) => {
       workers.delete(index);

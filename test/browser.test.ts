@@ -1,13 +1,12 @@
 // The demo page in a real browser (headless Debian Chromium, fake microphone): a call through the
 // real endpoints, echoed audio, a live session.update, hang-up recorded; and the demo's
-// backend-proxy route: rate limit, no credentials leaked, off in production.
+// backend-proxy route: rate limit, no credentials leaked (where it is off: test/first-start.test.ts).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import type { Page } from 'playwright-core';
 import { launchBrowser, type LaunchedBrowser } from './helpers/browser.ts';
@@ -43,7 +42,7 @@ describe('demo page in headless Chromium', () => {
   before(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'parley-demo-'));
     apiKey = await createKey(dataDir);
-    server = await startServer({ PARLEY_ENV: 'development', DATA_DIR: dataDir, DEMO_API_KEY: apiKey });
+    server = await startServer({ DATA_DIR: dataDir, DEMO_API_KEY: apiKey });
     browser = await launchBrowser();
   });
   after(async () => {
@@ -66,7 +65,7 @@ describe('demo page in headless Chromium', () => {
       await page.waitForFunction(() => !(document.getElementById('model') as HTMLSelectElement).disabled, null, { timeout: 15_000 });
       const models = await page.$$eval('#model option', (os) => os.map((o) => (o as HTMLOptionElement).value));
       assert.ok(models.includes('audio-echo') && models.includes('orga-1-beta'), `models from GET /v1/realtime/models: ${models}`);
-      assert.equal(await page.$eval('#voice', (s) => (s as HTMLSelectElement).value), 'Sofía', 'the default voice is preselected');
+      assert.equal(await page.$eval('#voice', (s) => (s as HTMLSelectElement).value), 'Victoria', 'the default voice is preselected');
 
       await page.selectOption('#model', 'audio-echo');
       await page.click('#talk');
@@ -81,7 +80,7 @@ describe('demo page in headless Chromium', () => {
       const created = events.find((e) => e.type === 'session.created');
       assert.equal(created.session.id, conversationId);
       assert.equal(created.session.model, 'audio-echo');
-      assert.equal(created.session.voice, 'Sofía');
+      assert.equal(created.session.voice, 'Victoria');
       assert.equal(events.find((e) => e.type === 'conversation.created').conversation.id, conversationId);
       assert.equal(await page.locator('#events li[data-type="session.created"]').count(), 1);
       assert.equal(await page.locator('#events li[data-type="conversation.created"]').count(), 1);
@@ -142,7 +141,7 @@ describe('demo page in headless Chromium', () => {
 
 describe('demo backend-proxy route', () => {
   test('rate-limited per client (429, Shape A, Retry-After); tokens work, never logged, no CORS; key revoked at shutdown', async () => {
-    const server = await startServer({ PARLEY_ENV: 'production', DEMO_ENABLED: 'true', LOG_LEVEL: 'trace' });
+    const server = await startServer({ DEMO_ENABLED: 'true', LOG_LEVEL: 'trace' });
     try {
       const pageRes = await fetch(`${server.baseUrl}/`);
       assert.equal(pageRes.status, 200);
@@ -190,23 +189,6 @@ describe('demo backend-proxy route', () => {
     }
   });
 
-  test('off in production: GET / and the proxy route are 404', async () => {
-    const server = await startServer({ PARLEY_ENV: 'production' });
-    try {
-      for (const [method, path] of [
-        ['GET', '/'],
-        ['POST', '/demo/session'],
-        ['GET', '/demo/demo.js'],
-      ] as const) {
-        const r = await http(server.baseUrl, path, { method, ...(method === 'POST' ? { body: {} } : {}) });
-        assert.equal(r.status, 404, `${method} ${path}`);
-        assert.deepEqual(r.body, { detail: 'Not Found' });
-      }
-    } finally {
-      await server.stop();
-    }
-  });
-
   test('a DEMO_API_KEY that is not an API key stops the start, without echoing it', async () => {
     const secret = 'not-a-parley-key-but-secret-0123456789';
     const dataDir = mkdtempSync(join(tmpdir(), 'parley-demo-'));
@@ -215,7 +197,7 @@ describe('demo backend-proxy route', () => {
       const started = run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
         cwd: ROOT,
         timeout: 20_000,
-        env: { ...process.env, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, PARLEY_ENV: 'development', DEMO_API_KEY: secret },
+        env: { ...process.env, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, DEMO_API_KEY: secret },
       });
       await assert.rejects(started, (err: { code: number; stdout: string; stderr: string }) => {
         assert.equal(err.code, 2);

@@ -1,7 +1,6 @@
 // Complete calls through a Node libwebrtc client: media both ways, the session protocol, lifecycle.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { attachCamera, attachTone, inboundAudio, listen, openCall, outboundAudioPackets } from './helpers/rtcClient.ts';
 import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
@@ -140,7 +139,7 @@ describe('echo calls', () => {
     const rec = await until('the end to be recorded', () => record(server, client.conversationId), (r) => r.state === 'ended');
     assert.equal(rec.end_reason, 'session_end');
     const metrics = await (await fetch(server.baseUrl + '/metrics')).text();
-    assert.match(metrics, /parley_calls_ended_total\{state="ended",reason="session_end"\} 1/);
+    assert.match(metrics, /parley_calls_ended_total\{state="ended",reason="session_end",transport="webrtc"\} 1/);
     assert.match(metrics, /parley_offer_to_answer_seconds_count \d+/);
   });
 
@@ -199,8 +198,8 @@ describe('lifecycle limits', () => {
   });
 
   test('a connected but silent client: ended, idle_timeout, told with session.ended', async () => {
-    // Wait for the previous test's call to be released.
-    await sleep(500);
+    // The previous test's call is released first.
+    await until('the previous calls to be released', async () => (await http(server.baseUrl, '/healthz')).body.calls, (n) => n === 0);
     const token = await mintToken(server.baseUrl, server.devKey);
     const client = await openCall(server.baseUrl, token, { params: { model: 'audio-echo' } });
     try {

@@ -1,9 +1,10 @@
 // The `parley` CLI: keys create / list / revoke against the store a server uses.
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { http, startServer, type RunningServer } from './helpers/server.ts';
+import { until } from './helpers/wait.ts';
 
 let server: RunningServer;
 before(async () => {
@@ -33,8 +34,11 @@ test('create prints the key once; list shows no secret; revoke gives the nested 
 
   const revoked = await server.cli('keys', 'revoke', id);
   assert.equal(revoked.code, 0);
-  await new Promise((r) => setTimeout(r, 300));
-  const denied = await http(server.baseUrl, '/v1/realtime/client-secrets', { method: 'POST', token: key });
+  const denied = await until(
+    'the revoked key to be refused',
+    () => http(server.baseUrl, '/v1/realtime/client-secrets', { method: 'POST', token: key }),
+    (r) => r.status !== 200,
+  );
   assert.equal(denied.status, 401);
   assert.match(denied.body.error.message.message, /incorrect|inactive/i);
   const after = JSON.parse((await server.cli('keys', 'list', '--json')).stdout);
@@ -61,6 +65,13 @@ test('the store holds neither API keys nor signing secrets in clear; logs hold n
   assert.ok(!server.stderr().includes(key) && !server.stderr().includes(token), 'logs carry no key or token');
 });
 
+test("the store's files are readable by their owner only", () => {
+  const dir = server.env.DATA_DIR!;
+  const files = readdirSync(dir).filter((f) => /^parley\.db(-wal|-shm)?$/.test(f));
+  assert.ok(files.includes('parley.db'), files.join(', '));
+  for (const f of files) assert.equal(statSync(join(dir, f)).mode & 0o777, 0o600, f);
+});
+
 test('a bad setting stops the CLI with a clear message per problem', async () => {
   const r = await server.cli('keys', 'list');
   assert.equal(r.code, 0);
@@ -77,4 +88,49 @@ test('a bad setting stops the CLI with a clear message per problem', async () =>
   assert.match(out.stderr, /PORT: expected an integer/);
   assert.match(out.stderr, /TOKEN_TTL_SECONDS: must be between 10 and 3600/);
   assert.match(out.stderr, /STUN_URLS: .*not a stun/);
+});
+
+test('--version prints the package version', async () => {
+  const { version } = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as { version: string };
+  const r = await server.cli('--version');
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout.trim(), version);
+});
+
+test('a required option says so in --help, and leaving it out says which one', async () => {
+  const help = await server.cli('keys', 'create', '--help');
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /--name <name>\s+.*\(required\)/);
+  const r = await server.cli('keys', 'create');
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /required option '--name <name>' not specified/);
+  assert.equal(r.stdout, '', 'no key was created');
+});
+
+test('revoking a revoked key says it was already revoked, and succeeds', async () => {
+  const created = await server.cli('keys', 'create', '--name', 'twice');
+  const id = /id:\s+(key_\w+)/.exec(created.stdout)![1]!;
+  const first = await server.cli('keys', 'revoke', id);
+  assert.equal(first.code, 0, first.stderr);
+  assert.equal(first.stdout, `revoked ${id}\n`);
+  const again = await server.cli('keys', 'revoke', id);
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal(again.stdout, `${id} was already revoked\n`);
+});
+
+test('a DATA_DIR that is not a usable directory is one line naming the setting and the path', async () => {
+  // A file where the directory should be: unusable even for root, who may write anywhere else.
+  const file = join(server.env.DATA_DIR!, 'not-a-directory');
+  writeFileSync(file, '');
+  const { execFile } = await import('node:child_process');
+  for (const args of [['serve'], ['keys', 'list']]) {
+    const out = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const p = execFile(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { env: { ...server.env, DATA_DIR: file, PORT: '0' } }, () => {});
+      let stderr = '';
+      p.stderr!.on('data', (d) => (stderr += d));
+      p.on('exit', (code) => resolve({ code, stderr }));
+    });
+    assert.equal(out.code, 1, args.join(' '));
+    assert.equal(out.stderr, `parley: DATA_DIR=${file}: ${file} is not a directory; set DATA_DIR to a directory this user (uid ${process.getuid!()}) can write, or fix its permissions\n`);
+  }
 });

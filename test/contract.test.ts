@@ -302,7 +302,7 @@ describe('routing and catalogue', () => {
     assert.ok(models.body.models.some((m: any) => m.id === 'orga-1-beta'));
     const voices = await http(server.baseUrl, '/v1/realtime/voices', { token: server.devKey });
     assert.equal(voices.status, 200);
-    assert.equal(voices.body.default, 'Sofía');
+    assert.equal(voices.body.default, 'Victoria');
     assert.equal(voices.body.voices.length, 63);
     assert.deepEqual(voices.body.voices.find((v: any) => v.name === 'Giada'), { name: 'Giada', lang: 'it', gender: 'feminine' });
     assert.deepEqual(voices.body.voices.find((v: any) => v.name === 'alloy'), { name: 'alloy', lang: 'en', gender: 'feminine' });

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openCall } from './helpers/rtcClient.ts';
-import { metric, mintToken, startServer, type RunningServer, NO_RATE_LIMITS } from './helpers/server.ts';
+import { metric, mintToken, startServer, type RunningServer, NO_RATE_LIMITS, NO_CALL_LIMITS } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 /**
@@ -42,7 +42,7 @@ for (const [stack, calls] of [
   describe(`call sessions are released (${stack})`, () => {
     let server: RunningServer;
     before(async () => {
-      server = await startServer({ WEBRTC_STACK: stack, ...NO_RATE_LIMITS }, ['--expose-gc']);
+      server = await startServer({ WEBRTC_STACK: stack, ...NO_RATE_LIMITS, ...NO_CALL_LIMITS }, ['--expose-gc']);
     });
     after(async () => {
       await server?.stop();

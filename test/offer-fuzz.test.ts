@@ -4,14 +4,14 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import wrtc from '@roamhq/wrtc';
 import { mutateSdp, rng } from './helpers/sdpFuzz.ts';
-import { http, mintToken, startServer, type RunningServer, NO_RATE_LIMITS } from './helpers/server.ts';
+import { http, mintToken, startServer, type RunningServer, NO_RATE_LIMITS, NO_CALL_LIMITS } from './helpers/server.ts';
 import './helpers/rtcClient.ts';
 
 let server: RunningServer;
 let baseOffer: string;
 
 before(async () => {
-  server = await startServer({ CALL_CONNECT_TIMEOUT_MS: '1000', MAX_CONCURRENT_CALLS: '1000', ...NO_RATE_LIMITS });
+  server = await startServer({ CALL_CONNECT_TIMEOUT_MS: '1000', MAX_CONCURRENT_CALLS: '1000', ...NO_RATE_LIMITS, ...NO_CALL_LIMITS });
   const pc = new (wrtc as any).RTCPeerConnection({ iceServers: [] });
   pc.addTransceiver('audio', { direction: 'sendrecv' });
   pc.addTransceiver('video', { direction: 'sendonly' });

@@ -52,6 +52,16 @@ describe('OpenAI front door: HTTP', () => {
       assert.equal(err.error.param, 'expires_after.seconds');
       return true;
     });
+    // A session is stored with its secret until it expires: it has a size limit.
+    // Each field within its own bounds, the whole too large: 20 tools with 8 KB descriptions.
+    const tools = Array.from({ length: 20 }, (_, i) => ({ type: 'function' as const, name: `tool_${i}`, description: 'd'.repeat(8000), parameters: { type: 'object', properties: {} } }));
+    await assert.rejects(openai.realtime.clientSecrets.create({ session: { type: 'realtime', tools } }), (err: any) => {
+      assert.equal(err.status, 400);
+      assert.equal(err.error.code, 'session_too_large');
+      assert.equal(err.error.param, 'session');
+      return true;
+    });
+    await openai.realtime.clientSecrets.create({ session: { type: 'realtime', tools: tools.slice(0, 4) } });
     await assert.rejects(openai.realtime.clientSecrets.create({ session: { type: 'realtime', audio: { output: { voice: 'Nobody' } } } as any }), (err: any) => {
       assert.equal(err.status, 400);
       assert.equal(err.error.param, 'session.audio.output.voice');

@@ -15,7 +15,7 @@ import { until } from './helpers/wait.ts';
 type Answer = Awaited<ReturnType<typeof http>>;
 
 /** The servers here trust X-Forwarded-For from loopback, so a test can speak from any address. */
-const LIMITS = { RATE_LIMIT_CLIENT_SECRETS_PER_KEY: '3', RATE_LIMIT_CLIENT_SECRETS_PER_IP: '3', RATE_LIMIT_CALLS_PER_TOKEN: '2', RATE_LIMIT_WINDOW_SECONDS: '60', TRUST_PROXY: '127.0.0.1' };
+const LIMITS = { RATE_LIMIT_CLIENT_SECRETS_PER_KEY: '3', RATE_LIMIT_CLIENT_SECRETS_PER_IP: '3', RATE_LIMIT_CALLS_PER_TOKEN: '2', RATE_LIMIT_KEY_LOOKUPS_PER_IP: '3', RATE_LIMIT_WINDOW_SECONDS: '60', TRUST_PROXY: '127.0.0.1' };
 const LIGHT = { TURN_ENABLED: 'false', STT_WORKERS: '1' };
 
 /** Not a key of this server: 401, but counted against the client's address all the same. */
@@ -80,6 +80,20 @@ describe('one node without Redis', () => {
     // Refused before the key is even looked at: guessing keys is limited too.
     assertRateLimited(await clientSecrets(server, server.devKey, ip), /address.*limit: 3 per 60 s/);
     assert.equal((await clientSecrets(server, server.devKey, freshIp())).status, 200, 'another address');
+  });
+
+  test('every other route that looks up a key counts per client address, wrong keys included', async () => {
+    const ip = freshIp();
+    const get = (path: string, key: string, from = ip) => http(server.baseUrl, path, { token: key, headers: { 'x-forwarded-for': from } });
+    assert.equal((await get('/v1/realtime/voices', WRONG_KEY)).status, 401);
+    assert.equal((await get('/v1/realtime/models', WRONG_KEY)).status, 401);
+    assert.equal((await get('/v1/realtime/conversations/conv_nothing', WRONG_KEY)).status, 401);
+    // Refused before the key is looked at.
+    assertRateLimited(await get('/v1/realtime/voices', server.devKey), /address.*limit: 3 per 60 s/);
+    const hangup = await http(server.baseUrl, '/v1/realtime/calls/conv_nothing/hangup', { method: 'POST', token: WRONG_KEY, headers: { 'x-forwarded-for': ip } });
+    assert.equal(hangup.status, 429);
+    assert.equal(hangup.body.error.code, 'rate_limit_exceeded');
+    assert.equal((await get('/v1/realtime/voices', server.devKey, freshIp())).status, 200, 'another address');
   });
 
   test('calls per token, both forms: the 3rd is 429 (Shape A for Orga, OpenAI error for SDP); other tokens go on', async () => {

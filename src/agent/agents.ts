@@ -58,10 +58,6 @@ export function createAgents(config: Config, log: FastifyBaseLogger, metrics?: M
       prepareReplyAfterMs: config.PREPARE_REPLY_AFTER_MS,
       modelFor: (session: Session) => models.get(registry.engineOf(session.model) as (typeof VOICE_ENGINES)[number]) ?? offlineModel,
       onTimings: (model, timings) => metrics && observeTimings(metrics, model, timings),
-      onFailure: (stage, err) => {
-        metrics?.stageFailures.inc({ stage });
-        log.warn({ stage, err: err.message }, 'voice stage failed');
-      },
     });
     for (const [engine, model] of models) if (model) registry.register(engine, voice);
   }

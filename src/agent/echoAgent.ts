@@ -1,12 +1,14 @@
 // The built-in `audio-echo` agent: plays the caller's audio back after a short delay. For tests and
 // for measuring the media path's latency without any speech processing in the way. A reply asked
 // for in text repeats the last user text.
-import { randomId } from '../auth/ids.js';
-import { FRAME_SAMPLES } from '../media/audio/format.js';
+import { randomId } from '../system/ids.js';
+import { FRAME_SAMPLES, SAMPLE_RATE } from '../media/audio/format.js';
 import { itemText, newItemId, type MessageItem } from '../session/conversation.js';
 import type { Agent, AgentContext, AgentFactory, Refusal } from './types.js';
 
 export class EchoAgent implements Agent {
+  /** It plays back what it hears: the call's own rate, untouched. */
+  readonly inputSampleRate = SAMPLE_RATE;
   private primed = false;
 
   constructor(

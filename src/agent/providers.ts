@@ -17,7 +17,7 @@ export type StageConfig = Pick<
   Config,
   | 'VAD' | 'VAD_MODE' | 'VAD_THRESHOLD' | 'VAD_PREFIX_PADDING_MS' | 'VAD_SILENCE_MS'
   | 'STT_PROVIDER' | 'STT_WORKERS' | 'STT_URL' | 'STT_API_KEY' | 'STT_MODEL'
-  | 'TTS_PROVIDER' | 'TTS_URL' | 'TTS_API_KEY' | 'TTS_MODEL' | 'LLM_TIMEOUT_MS'
+  | 'TTS_PROVIDER' | 'TTS_PROCESSES' | 'TTS_URL' | 'TTS_API_KEY' | 'TTS_MODEL' | 'LLM_TIMEOUT_MS'
 >;
 
 type SttName = NonNullable<Config['STT_PROVIDER']>;
@@ -34,7 +34,7 @@ const RECOGNIZERS: Record<SttName, (c: StageConfig) => Recognizer> = {
 };
 
 const SPEECH_ENGINES: Record<TtsName, (c: StageConfig) => SpeechEngine> = {
-  local: () => createLocalSpeechEngine(),
+  local: (c) => createLocalSpeechEngine(c.TTS_PROCESSES),
   http: (c) => new HttpSpeechEngine({ baseUrl: c.TTS_URL!, model: c.TTS_MODEL, timeoutMs: c.LLM_TIMEOUT_MS, ...(c.TTS_API_KEY ? { apiKey: c.TTS_API_KEY } : {}) }),
 };
 

@@ -1,5 +1,6 @@
 // Picks the agent behind a call from the session's model: each catalogue model runs one engine;
 // any other name (the OpenAI protocol passes whatever the app asks for) runs the operator's default.
+import { SAMPLE_RATE } from '../media/audio/format.js';
 import { MODELS } from '../session/catalog.js';
 import type { Agent, AgentContext, AgentFactory, Refusal } from './types.js';
 
@@ -7,6 +8,7 @@ const unavailable = (engine: string) => ({ code: 'model_unavailable', message: `
 
 /** Answers every reply with an error event: an engine the operator has not made available. */
 class UnavailableAgent implements Agent {
+  readonly inputSampleRate = SAMPLE_RATE;
   constructor(
     private readonly ctx: AgentContext,
     private readonly engine: string,

@@ -3,8 +3,8 @@
 // interrupted reply keeps in the conversation what the caller heard of it. A reply can be prepared
 // before it is wanted (`held`): it generates and synthesises, but nothing of it is seen — no event,
 // no item, no audio — until it is released, in order, or discarded without a trace.
-import { randomId } from '../auth/ids.js';
-import { newItemId, type FunctionCallItem, type Item, type MessageItem } from '../session/conversation.js';
+import { randomId } from '../system/ids.js';
+import { itemText, newItemId, type FunctionCallItem, type Item, type MessageItem } from '../session/conversation.js';
 import type { ResponseInfo, ResponseStatus, StageTimings } from '../session/events.js';
 import type { ToolChoice, ToolDefinition } from '../session/tools.js';
 import { toChatMessages } from './llm/messages.js';
@@ -45,8 +45,6 @@ export interface ReplyOptions {
   held?: boolean;
   /** Reports stage timings once the first audio is out. */
   onTimings?(timings: StageTimings): void;
-  /** A stage of the reply failed (logs and metrics; the client gets an error event). */
-  onFailure?(stage: 'llm' | 'tts', err: Error): void;
 }
 
 const APOLOGY = "Sorry, I couldn't come up with an answer just now. Please try again.";
@@ -166,9 +164,8 @@ export class Reply {
     const message = this.message;
     if (this.recorded || !message || !this.opts.inConversation || this.generating) return;
     this.recorded = true;
-    const part = message.content[0];
-    const said = part?.type === 'output_audio' ? (part.transcript ?? '') : part?.type === 'output_text' ? part.text : '';
-    if (said) this.opts.ctx.recordTurn({ role: 'assistant', text: said });
+    const said = itemText(message);
+    if (said) this.opts.ctx.turnCompleted({ role: 'assistant', text: said });
   }
 
   private async run(): Promise<void> {
@@ -210,9 +207,8 @@ export class Reply {
     } catch (err) {
       if (signal.aborted) return;
       failure = err as Error;
-      this.opts.onFailure?.('llm', failure);
       const message = `The language model failed: ${failure.message}`;
-      this.out(() => ctx.emit({ type: 'error', kind: 'server_error', code: 'model_error', message }));
+      this.out(() => ctx.emit({ type: 'stage.failed', stage: 'llm', code: 'model_error', message, recoverable: true, cause: failure }));
       // The caller hears that something went wrong rather than silence.
       if (!this.text) say(APOLOGY);
     }
@@ -252,9 +248,8 @@ export class Reply {
     } catch (err) {
       if (signal.aborted) return;
       // The text is still delivered; the caller is told the voice failed.
-      this.opts.onFailure?.('tts', err as Error);
       const message = `Speech synthesis failed: ${(err as Error).message}`;
-      this.out(() => ctx.emit({ type: 'error', kind: 'server_error', code: 'synthesis_failed', message }));
+      this.out(() => ctx.emit({ type: 'stage.failed', stage: 'tts', code: 'synthesis_failed', message, recoverable: true, cause: err as Error }));
     }
   }
 
@@ -308,7 +303,7 @@ export class Reply {
     this.out(() => {
       ctx.emit({ type: 'response.function_call_arguments.done', responseId: this.id, itemId: call.id, outputIndex, callId: call.callId, name: call.name, arguments: call.arguments });
       ctx.emit({ type: 'response.output_item.done', responseId: this.id, outputIndex, item: done });
-      if (this.opts.inConversation) ctx.emit({ type: 'item.done', item: done, previousItemId: this.previousOf(call) });
+      if (this.opts.inConversation) ctx.emit({ type: 'item.done', item: done, previousItemId: ctx.conversation.previousOf(call.id) });
     });
   }
 
@@ -342,14 +337,14 @@ export class Reply {
     } else if (part.type === 'output_text') {
       part.text = text;
     }
-    const said = part.type === 'output_audio' ? (part.transcript ?? '') : part.type === 'output_text' ? part.text : '';
+    const said = itemText(message);
     message.status = status;
     const done = snapshot(message);
     this.out(() => {
       ctx.emit({ type: 'response.text.done', responseId: this.id, itemId: message.id, outputIndex, audio: settings.audio, text: said });
       if (settings.audio) ctx.emit({ type: 'response.audio.done', responseId: this.id, itemId: message.id, outputIndex });
       ctx.emit({ type: 'response.output_item.done', responseId: this.id, outputIndex, item: done });
-      if (this.opts.inConversation) ctx.emit({ type: 'item.done', item: done, previousItemId: this.previousOf(message) });
+      if (this.opts.inConversation) ctx.emit({ type: 'item.done', item: done, previousItemId: ctx.conversation.previousOf(message.id) });
     });
   }
 
@@ -382,11 +377,6 @@ export class Reply {
     return this.output.indexOf(item);
   }
 
-  private previousOf(item: Item): string | null {
-    const items = this.opts.ctx.conversation.items;
-    const at = items.indexOf(item);
-    return at > 0 ? items[at - 1]!.id : null;
-  }
 }
 
 /** A copy of an item as it is now, for an event about it. */

@@ -31,6 +31,9 @@ export function createVoiceStages(config: StageConfig): VoiceStages {
   const vad = createVadProvider(config);
   const recognizer = createRecognizer(config);
   const engine = createSpeechEngine(config);
+  // Loading the VAD's model holds the event loop for a few hundred ms: at start, not during a call
+  // (a failure is reported to the first call that needs it).
+  vad.create().then((v) => v.close(), () => {});
   return {
     turnDetector(options, listener) {
       // The VAD loads asynchronously; the caller's first frames before it is ready are not judged.

@@ -1,6 +1,7 @@
-// The narrow interface between a call and whatever talks on the server side. Audio is 48 kHz mono
-// signed 16-bit PCM in 20 ms frames (media/audio/format.ts) both ways; what the agent says and
-// hears is kept as items of the call's Conversation, and what happens is told as CallEvents.
+// The narrow interface between a call and whatever talks on the server side. The caller's audio
+// arrives as mono signed 16-bit PCM in 20 ms frames at the rate the agent declares (the transport
+// converts at its edge); the agent speaks 48 kHz PCM (media/audio/format.ts). What the agent says
+// and hears is kept as items of the call's Conversation, and what happens is told as CallEvents.
 import type { AudioOut } from '../media/audio/format.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
 import type { Conversation, Item } from '../session/conversation.js';
@@ -22,8 +23,8 @@ export interface AgentContext {
   /** The call's conversation: it outlives the agent (a model switch keeps it). */
   conversation: Conversation;
   emit(event: CallEvent): void;
-  /** Persists a finished turn when the session keeps history. */
-  recordTurn(turn: ConversationTurn): void;
+  /** A user or assistant turn is complete (the record keeps it when the session keeps history). */
+  turnCompleted(turn: ConversationTurn): void;
 }
 
 /** A reply the client asks for (`response.create`); every field overrides the session for this reply. */
@@ -44,7 +45,9 @@ export interface ResponseRequest {
 export type Refusal = { ok: true } | { ok: false; code: string; message: string };
 
 export interface Agent {
-  /** One 20 ms frame of the caller's decoded audio. */
+  /** The sample rate it hears at (as livekit's streams declare `neededSampleRate`): the call delivers that. */
+  readonly inputSampleRate: number;
+  /** One 20 ms frame of the caller's decoded audio, at inputSampleRate. */
   onAudio(frame: Int16Array): void;
   /** A video frame from the caller's camera (only while `video` is in modalities). */
   onVideoFrame?(frame: VideoFrameInfo): void;

@@ -2,7 +2,6 @@
 // the speaker — into turns and replies. It owns what happens between them: when a turn becomes a
 // user item, when a reply starts, barge-in, playback events and the idle prompt. Each reply is a
 // Reply (reply.ts); the conversation belongs to the call.
-import { downsample48kTo16k } from '../media/audio/resample.js';
 import { newItemId, type MessageItem } from '../session/conversation.js';
 import type { StageTimings } from '../session/events.js';
 import type { Session } from '../session/session.js';
@@ -19,8 +18,6 @@ export interface VoiceAgentDeps {
   modelFor(session: Session): ReplyModel;
   /** Stage timings of each reply with audio (metrics). */
   onTimings?(model: string, timings: StageTimings): void;
-  /** A stage failed for this call (logs and metrics; the client gets an error event). */
-  onFailure?(stage: 'vad' | 'stt' | 'llm' | 'tts', err: Error): void;
   /**
    * Silence inside a turn after which the reply is prepared unseen, so it is ready when the turn's
    * end is certain (and dropped if the caller goes on); 0: replies start at the end of the turn.
@@ -43,7 +40,11 @@ interface Turn {
 
 const joinParts = (texts: string[]) => texts.map((t) => t.trim()).filter(Boolean).join(' ');
 
+/** What the VAD and the recogniser hear (the transport converts the caller's audio at its edge). */
+const INPUT_RATE = 16_000;
+
 export class VoiceAgent implements Agent {
+  readonly inputSampleRate = INPUT_RATE;
   private session: Session;
   private detector: TurnDetector | undefined;
   private turn: Turn | undefined;
@@ -68,11 +69,11 @@ export class VoiceAgent implements Agent {
   }
 
   onAudio(frame: Int16Array): void {
-    this.inputMs += frame.length / 48;
+    this.inputMs += (frame.length * 1000) / INPUT_RATE;
     if (this.detector) this.detector.push(frame);
     else if (this.session.turnDetection.type === 'none') {
       this.manual ??= this.startTurn();
-      this.manual.recognition.write(downsample48kTo16k(frame));
+      this.manual.recognition.write(frame);
     }
   }
 
@@ -161,8 +162,8 @@ export class VoiceAgent implements Agent {
         if (turn) void this.finishTurn(turn, audioEndMs, speechEndMs, performance.now());
       },
       error: (err) => {
-        this.deps.onFailure?.('vad', err);
-        this.ctx.emit({ type: 'error', kind: 'server_error', code: 'vad_failed', message: `Voice activity detection failed: ${err.message}` });
+        // The window counts as silence and detection goes on.
+        this.ctx.emit({ type: 'stage.failed', stage: 'vad', code: 'vad_failed', message: `Voice activity detection failed: ${err.message}`, recoverable: true, cause: err });
       },
     });
   }
@@ -262,9 +263,9 @@ export class VoiceAgent implements Agent {
     } catch (err) {
       turn.prepared?.reply.discard();
       if (this.closed) return;
-      this.deps.onFailure?.('stt', err as Error);
       ctx.emit({ type: 'transcription.failed', itemId: item.id, message: (err as Error).message });
-      ctx.emit({ type: 'error', kind: 'server_error', code: 'transcription_failed', message: `Speech recognition failed: ${(err as Error).message}` });
+      // The turn is lost; the call goes on.
+      ctx.emit({ type: 'stage.failed', stage: 'stt', code: 'transcription_failed', message: `Speech recognition failed: ${(err as Error).message}`, recoverable: true, cause: err as Error });
       this.forget(item.id);
       return;
     }
@@ -275,8 +276,8 @@ export class VoiceAgent implements Agent {
     if (!transcript) return this.forget(item.id);
     item.content[0] = { type: 'input_audio', transcript };
     if (this.session.transcribeInput) ctx.emit({ type: 'transcription.completed', itemId: item.id, transcript });
-    ctx.emit({ type: 'item.done', item, previousItemId: this.previousOf(item.id) });
-    ctx.recordTurn({ role: 'user', text: transcript });
+    ctx.emit({ type: 'item.done', item, previousItemId: ctx.conversation.previousOf(item.id) });
+    ctx.turnCompleted({ role: 'user', text: transcript });
     // The caller went on speaking: the reply waits for the end of that turn and answers both.
     if (this.turn || !this.session.turnDetection.createResponse) return prepared?.discard();
     if (this.reply?.generating) this.stopReply(this.reply, 'turn_detected');
@@ -329,7 +330,6 @@ export class VoiceAgent implements Agent {
         this.ctx.emit({ type: 'output_audio.started', responseId: reply.id });
       },
       onTimings: (timings) => this.deps.onTimings?.(s.model, timings),
-      ...(this.deps.onFailure ? { onFailure: this.deps.onFailure } : {}),
     });
     if (!heldFor) this.reply = reply;
     reply.start();
@@ -361,12 +361,6 @@ export class VoiceAgent implements Agent {
       this.ctx.emit({ type: 'input.timeout_triggered', audioStartMs: Math.round(from), audioEndMs: Math.round(this.inputMs) });
       this.startReply({}, {});
     }, idleMs);
-  }
-
-  private previousOf(itemId: string): string | null {
-    const items = this.ctx.conversation.items;
-    const at = items.findIndex((i) => i.id === itemId);
-    return at > 0 ? items[at - 1]!.id : null;
   }
 }
 

@@ -1,7 +1,7 @@
 // Permanent server API keys: generated once, shown once, stored only as a peppered HMAC.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Db } from '../storage/db.js';
-import { randomBase62 } from './ids.js';
+import { randomBase62 } from '../system/ids.js';
 
 export const API_KEY_PREFIX = 'sk_parley_ai_';
 const API_KEY_PATTERN = /^sk_parley_ai_[0-9A-Za-z]{32,128}$/;
@@ -13,7 +13,11 @@ export interface ApiKeyRecord {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+  /** Whether its calls are recorded: 'on', 'off', or null for the server's RECORDING. */
+  recording: RecordingChoice | null;
 }
+
+export type RecordingChoice = 'on' | 'off';
 
 export function hashApiKey(pepper: string, key: string): string {
   return createHmac('sha256', pepper).update(key).digest('hex');
@@ -44,6 +48,7 @@ export class ApiKeyStore {
       created_at: new Date().toISOString(),
       last_used_at: null,
       revoked_at: null,
+      recording: null,
     };
     await this.db.insertInto('api_keys').values(row).execute();
     return { key, record: toRecord(row) };
@@ -59,14 +64,25 @@ export class ApiKeyStore {
     return Number(row?.n ?? 0);
   }
 
-  /** Returns false when no such key exists. Revoking twice keeps the first revocation time. */
-  async revoke(id: string): Promise<boolean> {
+  /** What happened: revoking twice keeps the first revocation time and says so. */
+  async revoke(id: string): Promise<'revoked' | 'already-revoked' | 'unknown'> {
     const existing = await this.db.selectFrom('api_keys').select(['id', 'revoked_at']).where('id', '=', id).executeTakeFirst();
-    if (!existing) return false;
-    if (!existing.revoked_at) {
-      await this.db.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', id).execute();
-    }
-    return true;
+    if (!existing) return 'unknown';
+    if (existing.revoked_at) return 'already-revoked';
+    await this.db.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', id).execute();
+    return 'revoked';
+  }
+
+  /** Sets whether key `id`'s calls are recorded (null: as the server's RECORDING says); false for an unknown key. */
+  async setRecording(id: string, choice: RecordingChoice | null): Promise<boolean> {
+    const result = await this.db.updateTable('api_keys').set({ recording: choice }).where('id', '=', id).executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  /** Key `id`'s own recording choice (null: none, or no such key). */
+  async recordingOf(id: string): Promise<RecordingChoice | null> {
+    const row = await this.db.selectFrom('api_keys').select('recording').where('id', '=', id).executeTakeFirst();
+    return row?.recording === 'on' || row?.recording === 'off' ? row.recording : null;
   }
 
   /** Looks a presented key up by its hash; the final comparison is constant-time. */
@@ -87,6 +103,14 @@ export class ApiKeyStore {
     return !!row && !row.revoked_at;
   }
 
+  /** The ids among `ids` that are revoked or no longer exist (live calls under them must end). */
+  async revokedAmong(ids: string[]): Promise<string[]> {
+    if (!ids.length) return [];
+    const rows = await this.db.selectFrom('api_keys').select(['id', 'revoked_at']).where('id', 'in', ids).execute();
+    const active = new Set(rows.filter((r) => !r.revoked_at).map((r) => r.id));
+    return ids.filter((id) => !active.has(id));
+  }
+
   async touch(ids: string[], at: string): Promise<void> {
     if (ids.length) await this.db.updateTable('api_keys').set({ last_used_at: at }).where('id', 'in', ids).execute();
   }
@@ -99,6 +123,7 @@ function toRecord(row: {
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
+  recording: string | null;
 }): ApiKeyRecord {
   return {
     id: row.id,
@@ -107,5 +132,6 @@ function toRecord(row: {
     createdAt: row.created_at,
     lastUsedAt: row.last_used_at,
     revokedAt: row.revoked_at,
+    recording: row.recording === 'on' || row.recording === 'off' ? row.recording : null,
   };
 }

@@ -4,7 +4,7 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import type { Db } from '../storage/db.js';
 import { StoreUnavailable } from '../storage/unavailable.js';
-import { randomId } from './ids.js';
+import { randomId } from '../system/ids.js';
 
 export interface SigningKey {
   kid: string;

@@ -9,9 +9,12 @@ export class AgentHost {
   constructor(
     private readonly ctx: AgentContext,
     private readonly agentFor: (model: string) => AgentFactory,
+    /** Told each agent that takes the call (the first, and each after a model switch). */
+    private readonly took: (agent: Agent) => void = () => {},
   ) {
     this.factory = agentFor(ctx.session().model);
     this.current = this.factory.create(ctx);
+    took(this.current);
   }
 
   get agent(): Agent {
@@ -26,6 +29,7 @@ export class AgentHost {
     this.current.close();
     this.factory = factory;
     this.current = factory.create(this.ctx);
+    this.took(this.current);
   }
 
   close(): void {

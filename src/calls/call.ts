@@ -1,47 +1,62 @@
-// One live call, composed of its parts: the server's peer, its media (mediaSession.ts), its
-// lifecycle (lifecycle.ts), the agent (agentHost.ts), the client's protocol on the data channel
-// (protocol/) and its record in the store (callRecord.ts). This class wires them and implements
-// the commands a protocol may give (CallControl).
+// One live call, composed of its parts: its transport (the wire: WebRTC, …), its lifecycle
+// (lifecycle.ts), the agent (agentHost.ts) and the client's event protocol (protocol/). This class
+// wires them and implements the commands a protocol may give (CallControl); what else must happen
+// when the call moves on (its record, metrics, logs) listens as a CallObserver.
 import type { FastifyBaseLogger } from 'fastify';
 import type { AgentFactory, ConversationTurn, Refusal, ResponseRequest } from '../agent/types.js';
 import { Conversation, itemText, type Item, type PlaceResult } from '../session/conversation.js';
 import type { CallEvent } from '../session/events.js';
 import type { Session } from '../session/session.js';
+import { SAMPLE_RATE } from '../media/audio/format.js';
 import { AgentHost } from './agentHost.js';
-import type { CallRecord } from './callRecord.js';
+import { CallMeter, type CallFigures } from './callFigures.js';
 import { CallLifecycle, type CallState, type CallTimeouts } from './lifecycle.js';
-import { MediaSession } from './mediaSession.js';
-import type { MessageChannel, PeerState, ServerPeer } from './peer/types.js';
-import type { CallControl, ClientProtocol, ProtocolFactory, ProtocolName } from './protocol/types.js';
-import type { OfferPlan } from './sdpOffer.js';
-
-/** Data-channel labels of the known clients, and the protocol each speaks. */
-const PROTOCOL_OF_LABEL: Record<string, ProtocolName> = { 'orga-realtime-client-events': 'orga', 'oai-events': 'openai' };
-
-/** How long a closed event channel waits for its peer's own close before it ends the call. */
-const CHANNEL_CLOSE_GRACE_MS = 2000;
+import { TokenBucket } from '../system/tokenBucket.js';
+import type { CallControl, ClientProtocol, ProtocolFactory } from './protocol/types.js';
+import type { CallTransport, MessageChannel } from './transport.js';
 
 /** Events held while the client's channel is not open yet. */
 const PENDING_EVENTS_LIMIT = 200;
+
+/** What one call's client may ask of the node, so that no caller starves the others. */
+export interface CallRates {
+  /** Client events a second (bursts of two seconds' worth); beyond it events are dropped. */
+  messagesPerSecond: number;
+  /** Replies the client may ask for a second (bursts of twice that, at least 3); beyond it they are refused. */
+  repliesPerSecond: number;
+}
+
+/** What listens to a call: each method is optional; `ended` may return a promise the call's end waits for. */
+export interface CallObserver {
+  /** The transport connected for the first time: the call is active. */
+  connected?(call: Call): void;
+  sessionChanged?(call: Call, session: Session): void;
+  /** A user or assistant turn completed. */
+  turn?(call: Call, turn: ConversationTurn): void;
+  /** 20 ms of the caller's audio as it arrived, mono PCM at `rate` (the rate the agent hears at). */
+  callerAudio?(call: Call, frame: Int16Array, rate: number): void;
+  /** The agent's audio (48 kHz mono) as it leaves for the caller. */
+  agentAudio?(call: Call, pcm: Int16Array): void;
+  /** Every event of the call, as its protocol receives it. */
+  event?(call: Call, event: CallEvent): void;
+  /** The call ended (call.state and call.endReason say how), its transport closed. */
+  ended?(call: Call): void | Promise<void>;
+}
 
 export interface CallOptions {
   id: string;
   /** The API key the call was opened under (its owner). */
   apiKeyId: string;
-  peer: ServerPeer;
-  plan: OfferPlan;
+  transport: CallTransport;
   session: Session;
   /** The conversation so far (a resumed thread's turns, or empty). */
   conversation: Conversation;
   agentFor: (model: string) => AgentFactory;
-  /** The protocol of the route the call came through; a known channel label overrides it. */
-  protocol: ProtocolName;
-  protocols: Record<ProtocolName, ProtocolFactory>;
-  record: CallRecord;
+  /** The event protocol the client speaks, chosen from its request. */
+  protocol: ProtocolFactory;
   timeouts: CallTimeouts;
+  rates: CallRates;
   log: FastifyBaseLogger;
-  /** Opus encoder complexity of the agent's voice (OPUS_COMPLEXITY). */
-  opusComplexity?: number;
 }
 
 export class Call implements CallControl {
@@ -49,44 +64,82 @@ export class Call implements CallControl {
   readonly apiKeyId: string;
   readonly conversation: Conversation;
   private current: Session;
-  private readonly peer: ServerPeer;
-  private readonly media: MediaSession;
+  private readonly transport: CallTransport;
   private readonly lifecycle: CallLifecycle;
   private readonly host: AgentHost;
-  private protocol: ClientProtocol | undefined;
+  private readonly protocol: ClientProtocol;
   private channel: MessageChannel | undefined;
   private pending: CallEvent[] = [];
   private finished: Promise<void> | undefined;
-  private readonly endListeners: ((call: Call) => void)[] = [];
+  private readonly observers: CallObserver[] = [];
+  /** Sideband connections: each a protocol of its own on the same call (protocol/openai over a WebSocket). */
+  private readonly controls = new Map<ClientProtocol, MessageChannel>();
+  /** Tools a sideband declared, and the calls of them the model made (the client is not told of these). */
+  private readonly sidebandTools = new Set<string>();
+  private readonly sidebandCalls = new Set<string>();
+  private readonly messageRate: TokenBucket;
+  private readonly replyRate: TokenBucket;
+  /** When the client was last told it is over its event rate (once a second at most). */
+  private toldOverRateAt = -Infinity;
+  private readonly meter = new CallMeter();
+  /** The figures as they stood when the call ended (its transport closed). */
+  private finalFigures: CallFigures | undefined;
+  /** When the call was created (wall clock). */
+  readonly startedAt = new Date();
+  private firstConnectedAt: Date | undefined;
+  /** The rate the transport delivers the caller's audio at (48 kHz until the agent asks for its own). */
+  private inputRate = SAMPLE_RATE;
 
   constructor(private readonly opts: CallOptions) {
     this.id = opts.id;
     this.apiKeyId = opts.apiKeyId;
-    this.peer = opts.peer;
+    this.transport = opts.transport;
     this.current = opts.session;
     this.conversation = opts.conversation;
+    const { messagesPerSecond, repliesPerSecond } = opts.rates;
+    this.messageRate = new TokenBucket(messagesPerSecond, 2 * messagesPerSecond);
+    this.replyRate = new TokenBucket(repliesPerSecond, Math.max(3, 2 * repliesPerSecond));
     this.lifecycle = new CallLifecycle(opts.timeouts, (state, reason) => void this.close(state, reason));
-    this.media = new MediaSession(opts.peer, opts.plan, opts.opusComplexity, {
-      audio: (frame) => this.host.agent.onAudio(frame),
-      video: (frame) => {
-        if (this.current.modalities.includes('video')) this.host.agent.onVideoFrame?.(frame);
-      },
-      activity: () => this.lifecycle.activity(),
-      failure: (err) => this.mediaFailed(err),
-    });
+    this.protocol = opts.protocol(this, (message) => this.channel?.send(JSON.stringify(message)));
     this.host = new AgentHost(
       {
         conversationId: this.id,
         session: () => this.current,
-        audio: this.media.audioOut,
+        audio: this.meter.metered(this.transport.audioOut),
         conversation: this.conversation,
         emit: (event) => this.emit(event),
-        recordTurn: (turn) => this.recordTurn(turn),
+        turnCompleted: (turn) => this.notify((o) => o.turn?.(this, turn)),
       },
       opts.agentFor,
+      // The caller's audio comes at the rate the agent hears at, converted by the transport.
+      (agent) => {
+        this.inputRate = agent.inputSampleRate;
+        this.transport.setInputRate(agent.inputSampleRate);
+      },
     );
-    this.peer.onStateChange((s) => this.onPeerState(s));
-    this.peer.onDataChannel((ch) => this.onChannel(ch));
+    this.transport.attach({
+      connected: () => this.onConnected(),
+      interrupted: () => this.lifecycle.interrupted(),
+      lost: (reason) => this.lifecycle.lost(reason),
+      audio: (frame) => {
+        this.meter.callerFrame();
+        this.host.agent.onAudio(frame);
+        this.notify((o) => o.callerAudio?.(this, frame, this.inputRate));
+      },
+      agentAudio: (pcm) => this.notify((o) => o.agentAudio?.(this, pcm)),
+      dtmf: (digit) => {
+        this.lifecycle.activity();
+        this.emit({ type: 'input.dtmf', digit });
+      },
+      video: (frame) => {
+        if (this.current.modalities.includes('video')) this.host.agent.onVideoFrame?.(frame);
+      },
+      activity: () => this.lifecycle.activity(),
+      channel: (channel) => this.onChannel(channel),
+      failure: (err) => this.mediaFailed(err),
+      outputAudio: (audio) => this.emit({ type: 'output_audio.delta', audio }),
+    });
+    this.transport.sessionChanged?.(this.current);
   }
 
   get state(): CallState {
@@ -97,12 +150,103 @@ export class Call implements CallControl {
     return this.lifecycle.endReason;
   }
 
-  get audioSsrc(): number {
-    return this.media.audioSsrc;
+  /** When its transport first connected (undefined until then). */
+  get connectedAt(): Date | undefined {
+    return this.firstConnectedAt;
   }
 
-  onEnd(cb: (call: Call) => void): void {
-    this.endListeners.push(cb);
+  /** Which wire carries the call (`webrtc`…). */
+  get transportKind(): string {
+    return this.transport.kind;
+  }
+
+  /** Its usage and quality so far; once it ended, as they stood at its end. */
+  figures(): CallFigures {
+    return this.finalFigures ?? this.measure();
+  }
+
+  private measure(): CallFigures {
+    return this.meter.figures(this.transport.kind, this.transport.quality?.(), this.transport.audioOut.queuedMs);
+  }
+
+  observe(observer: CallObserver): void {
+    this.observers.push(observer);
+  }
+
+  /**
+   * A sideband connection (an app's server beside the client that holds the media): it hears every
+   * event of the call and may give the commands its protocol knows, within the same rates.
+   */
+  attachControl(channel: MessageChannel, protocolFor: ProtocolFactory): void {
+    if (this.lifecycle.ended) return channel.close();
+    const protocol = protocolFor(this.sidebandControl(), (message) => channel.send(JSON.stringify(message)));
+    const rate = new TokenBucket(this.opts.rates.messagesPerSecond, 2 * this.opts.rates.messagesPerSecond);
+    this.controls.set(protocol, channel);
+    channel.onMessage((text) => {
+      if (rate.take()) protocol.receive(text);
+    });
+    channel.onClose(() => this.controls.delete(protocol));
+    protocol.opened();
+  }
+
+  /**
+   * The call as a sideband connection commands it: the same, except that the tools it declares are
+   * its own — their calls and outputs go to the sidebands only, never to the client holding the media.
+   */
+  private sidebandControl(): CallControl {
+    const call = this;
+    return {
+      get id() {
+        return call.id;
+      },
+      get conversation() {
+        return call.conversation;
+      },
+      get audioInEvents() {
+        return call.audioInEvents;
+      },
+      session: () => call.session(),
+      updateSession: (next) => {
+        const before = new Set(call.current.tools.map((t) => t.name));
+        for (const tool of next.tools) if (!before.has(tool.name)) call.sidebandTools.add(tool.name);
+        call.updateSession(next);
+      },
+      addItem: (item, after) => call.addItem(item, after),
+      deleteItem: (id) => call.deleteItem(id),
+      truncateItem: (id, ms) => call.truncateItem(id, ms),
+      createResponse: (request) => call.createResponse(request),
+      cancelResponse: () => call.cancelResponse(),
+      clearOutputAudio: () => call.clearOutputAudio(),
+      appendInputAudio: () => false,
+      commitInput: () => call.commitInput(),
+      clearInput: () => call.clearInput(),
+      // A sideband leaving is not the caller hanging up.
+      end: () => {},
+      logFailure: (err) => call.logFailure(err),
+    };
+  }
+
+  /** Whether the client holding the media is told `event`: not the calls of tools a sideband declared. */
+  private forClient(event: CallEvent): boolean {
+    if (this.sidebandTools.size === 0) return true;
+    switch (event.type) {
+      case 'item.added':
+      case 'item.done':
+      case 'response.output_item.added':
+      case 'response.output_item.done': {
+        const item = event.item;
+        if (item.type === 'function_call' && this.sidebandTools.has(item.name)) {
+          this.sidebandCalls.add(item.callId);
+          return false;
+        }
+        return !(item.type === 'function_call_output' && this.sidebandCalls.has(item.callId));
+      }
+      case 'response.function_call_arguments.delta':
+      case 'response.function_call_arguments.done':
+        return !this.sidebandCalls.has(event.callId);
+      default:
+        return true;
+    }
   }
 
   // CallControl
@@ -113,8 +257,9 @@ export class Call implements CallControl {
 
   updateSession(next: Session): void {
     this.current = next;
+    this.transport.sessionChanged?.(next);
     this.host.sessionChanged();
-    this.opts.record.sessionChanged(next);
+    this.notify((o) => o.sessionChanged?.(this, next));
   }
 
   addItem(item: Item, after?: string | null): PlaceResult {
@@ -124,7 +269,8 @@ export class Call implements CallControl {
     this.emit({ type: 'item.done', item, previousItemId: placed.previousItemId });
     if (item.type === 'message' && (item.role === 'user' || item.role === 'assistant')) {
       const text = itemText(item);
-      if (text) this.recordTurn({ role: item.role, text });
+      const turn = { role: item.role, text };
+      if (text) this.notify((o) => o.turn?.(this, turn));
     }
     return placed;
   }
@@ -143,6 +289,10 @@ export class Call implements CallControl {
   }
 
   createResponse(request?: ResponseRequest): Refusal {
+    // Every reply costs synthesis and model time: a client asking for them in a burst is refused.
+    if (!this.replyRate.take()) {
+      return { ok: false, code: 'rate_limit_exceeded', message: `At most ${this.opts.rates.repliesPerSecond} replies a second may be asked for; this one was not started.` };
+    }
     return this.host.agent.createResponse(request);
   }
 
@@ -152,6 +302,14 @@ export class Call implements CallControl {
 
   clearOutputAudio(): void {
     this.host.agent.clearOutputAudio();
+  }
+
+  get audioInEvents(): boolean {
+    return this.transport.appendAudio !== undefined;
+  }
+
+  appendInputAudio(audio: string): boolean {
+    return this.transport.appendAudio?.(audio) ?? false;
   }
 
   commitInput(): Refusal {
@@ -173,74 +331,83 @@ export class Call implements CallControl {
 
   // Wiring
 
-  private onPeerState(state: PeerState): void {
-    if (state === 'connected') {
-      if (!this.lifecycle.connected()) return;
-      this.media.start();
-      this.opts.record.connected();
-      this.opts.log.info({ conversation: this.id }, 'call connected');
-    } else if (state === 'failed') {
-      this.lifecycle.lost('ice_failed');
-    } else if (state === 'disconnected' || state === 'closed') {
-      // libdatachannel reports the peer's DTLS close (its pc.close()) as disconnected.
-      this.lifecycle.lost('hangup');
-    }
+  private onConnected(): void {
+    if (this.lifecycle.resumed()) return;
+    if (!this.lifecycle.connected()) return;
+    this.firstConnectedAt = new Date();
+    this.meter.connected();
+    this.notify((o) => o.connected?.(this));
   }
 
+  /** The transport's event channel: the protocol greets on it and hears the client through it. */
   private onChannel(channel: MessageChannel): void {
-    // The first channel the client opens carries events, unless a known client's channel follows.
-    if (this.channel && !PROTOCOL_OF_LABEL[channel.label]) return;
     this.channel = channel;
-    const name = PROTOCOL_OF_LABEL[channel.label] ?? this.opts.protocol;
-    const protocol = this.opts.protocols[name](this, (message) => channel.send(JSON.stringify(message)));
-    this.protocol = protocol;
     channel.onMessage((text) => {
+      if (this.channel !== channel) return;
       this.lifecycle.activity();
-      protocol.receive(text);
+      if (this.messageRate.take()) this.protocol.receive(text);
+      else this.overMessageRate();
     });
-    channel.onClose(() => {
-      // A client hanging up closes its channel too (its peer's close follows); a session whose
-      // event channel is gone while its peer stays cannot go on.
-      setTimeout(() => {
-        if (!this.lifecycle.ended && this.channel === channel) this.lifecycle.end('ended', 'data_channel_closed');
-      }, CHANNEL_CLOSE_GRACE_MS).unref();
-    });
-    protocol.opened();
-    for (const event of this.pending.splice(0)) protocol.deliver(event);
-    // A channel that opens in the moment between the call's end and its peer's close is told too.
-    if (this.lifecycle.ended) protocol.ended(this.lifecycle.endReason!);
+    this.protocol.opened();
+    for (const event of this.pending.splice(0)) this.protocol.deliver(event);
+    // A channel that opens in the moment between the call's end and its transport's close is told too.
+    if (this.lifecycle.ended) this.protocol.ended(this.lifecycle.endReason!);
+  }
+
+  /** An event over the client's rate is dropped unread; the client hears so, once a second at most. */
+  private overMessageRate(): void {
+    const now = performance.now();
+    if (now - this.toldOverRateAt < 1000) return;
+    this.toldOverRateAt = now;
+    const limit = this.opts.rates.messagesPerSecond;
+    this.emit({ type: 'error', kind: 'invalid_request_error', code: 'rate_limit_exceeded', message: `More than ${limit} client events a second: events are being dropped unread; slow down.` });
   }
 
   /** The media path threw: said to the client, logged, and the call ends (its audio cannot be trusted). */
   private mediaFailed(err: Error): void {
     if (this.lifecycle.ended) return;
-    this.opts.log.error({ err, conversation: this.id }, 'media path failed');
-    this.emit({ type: 'error', kind: 'server_error', code: 'media_failed', message: 'The call\'s media failed on the server; the call ends.' });
+    this.emit({ type: 'stage.failed', stage: 'media', code: 'media_failed', message: "The call's media failed on the server; the call ends.", recoverable: false, cause: err });
     this.lifecycle.end('failed', 'media_failed');
   }
 
   private emit(event: CallEvent): void {
-    if (this.protocol) this.protocol.deliver(event);
+    this.meter.event(event);
+    this.notify((o) => o.event?.(this, event));
+    for (const control of this.controls.keys()) control.deliver(event);
+    if (!this.forClient(event)) return;
+    if (this.channel) this.protocol.deliver(event);
     else if (this.pending.length < PENDING_EVENTS_LIMIT) this.pending.push(event);
   }
 
-  private recordTurn(turn: ConversationTurn): void {
-    if (this.current.history) this.opts.record.turn(turn);
+  /** Tells every observer; one that throws is logged and does not stop the others nor the call. */
+  private notify(tell: (o: CallObserver) => void): void {
+    for (const o of this.observers) {
+      try {
+        tell(o);
+      } catch (err) {
+        this.opts.log.error({ err, conversation: this.id }, 'call observer failed');
+      }
+    }
   }
 
-  /** The end, once: tell the client, stop media and the agent, close the peer, record it. */
+  /** The end, once: tell the client, stop the agent, close the transport, then the observers. */
   private close(state: 'ended' | 'failed', reason: string): Promise<void> {
-    this.media.stop();
     this.host.close();
-    this.protocol?.ended(reason);
+    if (this.channel) this.protocol.ended(reason);
+    for (const [control, channel] of this.controls) {
+      control.ended(reason);
+      channel.close();
+    }
+    this.controls.clear();
     this.finished = (async () => {
-      // The goodbye event gets 100 ms to leave. Never synchronous up to here, so a stack that
-      // reports `closed` from inside peer.close() finds the call ended and cannot end it twice.
-      await new Promise((r) => setTimeout(r, this.channel && reason !== 'hangup' ? 100 : 0));
-      this.peer.close();
-      for (const cb of this.endListeners) cb(this);
-      this.opts.log.info({ conversation: this.id, state, reason }, 'call ended');
-      await this.opts.record.finished(state, reason);
+      await this.transport.close(reason);
+      this.finalFigures = this.measure();
+      const waits: Promise<void>[] = [];
+      this.notify((o) => {
+        const done = o.ended?.(this);
+        if (done) waits.push(done.catch((err: Error) => this.opts.log.error({ err, conversation: this.id }, 'call observer failed')));
+      });
+      await Promise.all(waits);
     })();
     return this.finished;
   }

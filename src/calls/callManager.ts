@@ -1,62 +1,59 @@
-// Creates calls from offers (their candidates filtered first), enforces the node's call limits,
-// records which node carries each call, and drains calls on shutdown.
+// Creates calls on the transports their requests bring, admits them (admission.ts: the node's,
+// each key's and each token's limits, the half-open budget), records which node carries each call,
+// and drains calls on shutdown. It knows no wire: a request's
+// transport is made for the call's id and accepted (for WebRTC, an SDP answer) here.
 import type { FastifyBaseLogger } from 'fastify';
 import type { AgentFactory, ConversationTurn } from '../agent/types.js';
-import { randomId } from '../auth/ids.js';
+import { randomId } from '../system/ids.js';
 import type { Metrics } from '../observability/metrics.js';
 import { Conversation, newItemId } from '../session/conversation.js';
 import type { Session } from '../session/session.js';
 import type { ConversationStore } from '../storage/conversations.js';
-import { Call } from './call.js';
+import { CallCapacityExceeded, type Admission } from './admission.js';
+import { Call, type CallObserver, type CallRates } from './call.js';
+import { callLog, callMetrics } from './callObservers.js';
 import { CallRecord } from './callRecord.js';
-import type { CandidateFilter } from './candidateFilter.js';
+import { recordingObserver } from './callRecording.js';
+import type { Recordings } from '../recordings/recordings.js';
 import type { CallTimeouts } from './lifecycle.js';
-import type { PeerFactory, RemoteCandidate } from './peer/types.js';
 import type { ProtocolFactory, ProtocolName } from './protocol/types.js';
-import type { OfferPlan } from './sdpOffer.js';
+import type { MessageChannel, PendingTransport } from './transport.js';
 
 export interface CallRequest {
   apiKeyId: string;
+  /** The ephemeral token's id (jti): its calls are counted (admission.ts). */
+  tokenId: string;
   endUser: string | null;
-  offerSdp: string;
-  plan: OfferPlan;
-  candidates: RemoteCandidate[];
   session: Session;
-  /** The wire protocol of the route the offer came through. */
+  /** The event protocol the client speaks (from the route its request came through). */
   protocol: ProtocolName;
   /** Resume this earlier conversation's thread (its history becomes the agent's context). */
   resume?: { threadId: string; history: ConversationTurn[] };
 }
 
-export interface CallLimits extends CallTimeouts {
-  maxConcurrentCalls: number;
-  /** Opus encoder complexity of the agents' voices (OPUS_COMPLEXITY). */
-  opusComplexity?: number;
-}
-
 export interface CallManagerOptions {
-  peers: PeerFactory;
   conversations: ConversationStore;
   agentFor: (model: string) => AgentFactory;
   protocols: Record<ProtocolName, ProtocolFactory>;
-  limits: CallLimits;
+  timeouts: CallTimeouts;
+  /** What each call's client may ask for a second. */
+  rates: CallRates;
+  /** Who may open another call: node, half-open, per-key and per-token limits. */
+  admission: Admission;
   /** The node recorded as carrying the calls. */
   nodeId: string;
-  candidates: CandidateFilter;
   log: FastifyBaseLogger;
   metrics: Metrics;
+  /** What else listens to each call (webhooks), one observer per call from each. */
+  observers?: (() => CallObserver)[];
+  /** Which calls are recorded, and their recorders. */
+  recordings: Recordings;
 }
 
-/** The WebRTC stack refused the offer (a client error, answered 422). */
-export class OfferRejected extends Error {}
-
-/** The node cannot take another call now (answered 503 with Retry-After). */
-export class CallCapacityExceeded extends Error {}
+export { CallCapacityExceeded, CallLimitExceeded } from './admission.js';
 
 export class CallManager {
   private readonly calls = new Map<string, Call>();
-  /** Calls being set up (answer not yet sent) count against the limit too. */
-  private starting = 0;
   private draining = false;
 
   constructor(private readonly opts: CallManagerOptions) {}
@@ -65,9 +62,14 @@ export class CallManager {
     return this.calls.size;
   }
 
-  /** At the call limit (calls being set up included): another call would be refused. */
+  /** No room for anyone's call (calls being set up included): another call would be refused. */
   get isFull(): boolean {
-    return this.calls.size + this.starting >= this.opts.limits.maxConcurrentCalls;
+    return this.opts.admission.isFull;
+  }
+
+  /** The calls this node carries now. */
+  liveCalls(): IterableIterator<Call> {
+    return this.calls.values();
   }
 
   /** True from the start of a shutdown drain: new work is refused. */
@@ -80,54 +82,55 @@ export class CallManager {
     return this.calls.get(id);
   }
 
-  /** Answers the offer and starts the call. */
-  async create(req: CallRequest): Promise<{ answerSdp: string; conversationId: string }> {
-    const { metrics, log, limits } = this.opts;
+  /**
+   * Starts a call on the transport `open` makes for its id; resolves once the transport accepted the
+   * client's request (with what that yields: an SDP answer) and the call is recorded. Rejects with
+   * TransportRejected (a client error), CallLimitExceeded (the caller's own limits),
+   * CallCapacityExceeded (the node's), or a store error.
+   */
+  async create<Accepted>(req: CallRequest, open: (callId: string) => PendingTransport<Accepted>): Promise<{ accepted: Accepted; conversationId: string }> {
+    const { metrics, log } = this.opts;
     if (this.draining) throw new CallCapacityExceeded('The server is shutting down; try another node.');
-    if (this.isFull) {
-      throw new CallCapacityExceeded('This server is at its limit of concurrent calls; retry shortly.');
-    }
-    this.starting++;
+    const ticket = this.opts.admission.admit(req);
     const stopTimer = metrics.answerSeconds.startTimer();
     try {
       const id = randomId('conv_');
       const threadId = req.resume?.threadId ?? id;
       const history = req.resume?.history ?? [];
-      const offer = this.opts.candidates.filterOffer(req.offerSdp, req.candidates);
-      for (const d of offer.dropped) metrics.iceCandidatesDropped.inc({ reason: d.reason });
-      log.debug({ conversation: id, given: offer.given, dropped: offer.dropped }, 'remote candidates given to the WebRTC stack');
-      const peer = this.opts.peers.create(id);
+      // Asked while the transport is set up; a store that cannot say means no recording, not no call.
+      const recorded = this.opts.recordings.wanted(req.apiKeyId).catch((err: Error) => {
+        log.error({ err, conversation: id }, 'whether to record the call is unknown: not recorded');
+        return false;
+      });
+      const pending = open(id);
       const call = new Call({
         id,
         apiKeyId: req.apiKeyId,
-        peer,
-        plan: req.plan,
+        transport: pending.transport,
         session: req.session,
         conversation: conversationOf(history),
         agentFor: this.opts.agentFor,
-        protocol: req.protocol,
-        protocols: this.opts.protocols,
-        record: new CallRecord(this.opts.conversations, id, threadId, history.length, log),
-        timeouts: limits,
+        protocol: this.opts.protocols[req.protocol],
+        timeouts: this.opts.timeouts,
+        rates: this.opts.rates,
         log,
-        ...(limits.opusComplexity !== undefined ? { opusComplexity: limits.opusComplexity } : {}),
       });
+      call.observe(new CallRecord(this.opts.conversations, id, threadId, history.length, log));
+      call.observe(callMetrics(metrics));
+      call.observe(callLog(log));
+      for (const make of this.opts.observers ?? []) call.observe(make());
+      // Half-open until connected; its place is given back when it ends (or fails to start, below).
+      call.observe({ connected: () => ticket.connected(), ended: () => ticket.release() });
       metrics.callSessions.track(call);
-      let answerSdp: string;
+      let accepted: Accepted;
       try {
-        answerSdp = await peer.answer({
-          offerSdp: offer.sdp,
-          plan: req.plan,
-          candidates: offer.candidates,
-          audioSsrc: call.audioSsrc,
-          receiveVideo: req.session.modalities.includes('video'),
-        });
+        accepted = await pending.accept();
       } catch (err) {
         void call.end('offer_rejected', 'failed');
-        throw new OfferRejected((err as Error).message);
+        throw err;
       }
       try {
-        await this.opts.conversations.create({ id, apiKeyId: req.apiKeyId, threadId, endUser: req.endUser, params: req.session, nodeId: this.opts.nodeId });
+        await this.opts.conversations.create({ id, apiKeyId: req.apiKeyId, threadId, endUser: req.endUser, params: req.session, nodeId: this.opts.nodeId, recorded: await recorded });
       } catch (err) {
         // No record, no call (the client gets 503 and retries).
         void call.end('not_recorded', 'failed');
@@ -137,19 +140,45 @@ export class CallManager {
         void call.end('server_shutdown', 'failed');
         throw new CallCapacityExceeded('The server is shutting down; try another node.');
       }
+      // The client has not had the answer yet: the call cannot have connected before this.
+      if (await recorded) this.record(call);
       this.calls.set(id, call);
       metrics.activeCalls.set(this.calls.size);
       stopTimer();
-      call.onEnd((c) => {
-        this.calls.delete(c.id);
-        metrics.activeCalls.set(this.calls.size);
-        metrics.callsEnded.inc({ state: c.state, reason: c.endReason ?? 'unknown' });
+      call.observe({
+        ended: (c) => {
+          this.calls.delete(c.id);
+          metrics.activeCalls.set(this.calls.size);
+        },
       });
-      log.info({ conversation: id }, 'call created');
-      return { answerSdp, conversationId: id };
-    } finally {
-      this.starting--;
+      log.info({ conversation: id, transport: call.transportKind }, 'call created');
+      return { accepted, conversationId: id };
+    } catch (err) {
+      ticket.release();
+      throw err;
     }
+  }
+
+  /** Records `call`; a recorder that cannot start is logged, and the call goes on unrecorded. */
+  private record(call: Call): void {
+    const { conversations, log } = this.opts;
+    try {
+      call.observe(recordingObserver(this.opts.recordings.recorder(call.id), conversations, log));
+    } catch (err) {
+      log.error({ err, conversation: call.id }, 'recording not started; the call goes on');
+      conversations.setRecording(call.id, 'failed').catch((e: Error) => log.error({ err: e, conversation: call.id }, 'recording state not recorded'));
+    }
+  }
+
+  /**
+   * Attaches a sideband connection to live call `id` of key `apiKeyId`, speaking OpenAI's protocol
+   * whatever the call's own client speaks; false when this node carries no such call.
+   */
+  attachControl(id: string, apiKeyId: string, channel: MessageChannel): boolean {
+    const call = this.calls.get(id);
+    if (!call || call.apiKeyId !== apiKeyId) return false;
+    call.attachControl(channel, this.opts.protocols.openai);
+    return true;
   }
 
   /**

@@ -1,11 +1,14 @@
-// A call's record in the store: created before the answer, then connected, session changes, turns
-// (with history on) and the end. Writes never hold the call up; a failed write is logged.
+// A call's record in the store: created before the answer (by the call manager), then, as an
+// observer of the call, connected, session changes, turns (with history on) and the end, with the
+// call's usage and quality figures. Writes never hold the call up; a failed write is logged. The
+// end is awaited (a drain waits for it).
 import type { FastifyBaseLogger } from 'fastify';
 import type { ConversationTurn } from '../agent/types.js';
 import type { Session } from '../session/session.js';
 import type { ConversationStore } from '../storage/conversations.js';
+import type { Call, CallObserver } from './call.js';
 
-export class CallRecord {
+export class CallRecord implements CallObserver {
   private seq: number;
 
   constructor(
@@ -23,17 +26,19 @@ export class CallRecord {
     this.write('record not marked active', () => this.store.markActive(this.id));
   }
 
-  sessionChanged(session: Session): void {
+  sessionChanged(_call: Call, session: Session): void {
     this.write('session not recorded', () => this.store.updateParams(this.id, session));
   }
 
-  turn(turn: ConversationTurn): void {
+  turn(call: Call, turn: ConversationTurn): void {
+    if (!call.session().history) return;
     const seq = this.seq++;
     this.write('turn not recorded', () => this.store.addTurn(this.threadId, seq, turn.role, turn.text));
   }
 
-  finished(state: 'ended' | 'failed', reason: string): Promise<void> {
-    return this.store.finish(this.id, state, reason).catch((err: Error) => this.log.error({ err, conversation: this.id }, 'end not recorded'));
+  ended(call: Call): Promise<void> {
+    const state = call.state === 'failed' ? 'failed' : 'ended';
+    return this.store.finish(this.id, state, call.endReason ?? 'unknown', call.figures()).catch((err: Error) => this.log.error({ err, conversation: this.id }, 'end not recorded'));
   }
 
   private write(what: string, op: () => Promise<void>): void {

@@ -1,11 +1,14 @@
 // A call's life: connecting → active → ended | failed, its timers (connect timeout, idle timeout,
-// maximum duration), and the end, which happens exactly once whatever asks for it.
+// maximum duration, the grace an interrupted connection gets to come back), and the end, which
+// happens exactly once whatever asks for it.
 export type CallState = 'connecting' | 'active' | 'ended' | 'failed';
 
 export interface CallTimeouts {
   connectTimeoutMs: number;
   idleTimeoutMs: number;
   maxDurationMs: number;
+  /** How long an active call whose transport is interrupted (an ICE blip) waits for it to come back. */
+  reconnectGraceMs: number;
 }
 
 export class CallLifecycle {
@@ -14,6 +17,7 @@ export class CallLifecycle {
   private connectTimer: NodeJS.Timeout | undefined;
   private durationTimer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
+  private graceTimer: NodeJS.Timeout | undefined;
   private lastActivity = performance.now();
 
   constructor(
@@ -41,6 +45,23 @@ export class CallLifecycle {
     return true;
   }
 
+  /**
+   * The transport lost the caller for now: an active call waits `reconnectGraceMs` for resumed()
+   * before it ends (connection_lost); a call still connecting keeps its connect timeout.
+   */
+  interrupted(): void {
+    if (this.state !== 'active' || this.graceTimer) return;
+    this.graceTimer = setTimeout(() => this.end('ended', 'connection_lost'), this.timeouts.reconnectGraceMs);
+  }
+
+  /** The transport is back (or connected again while active): true when the call was already active. */
+  resumed(): boolean {
+    if (this.state !== 'active') return false;
+    clearTimeout(this.graceTimer);
+    this.graceTimer = undefined;
+    return true;
+  }
+
   /** The client did something (audio, a message): the idle timeout starts again. */
   activity(): void {
     this.lastActivity = performance.now();
@@ -59,6 +80,7 @@ export class CallLifecycle {
     clearTimeout(this.connectTimer);
     clearTimeout(this.durationTimer);
     clearInterval(this.idleTimer);
+    clearTimeout(this.graceTimer);
     this.onEnd(this.state, reason);
   }
 }

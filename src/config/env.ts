@@ -1,9 +1,12 @@
 // Configuration: every setting comes from an environment variable (or `.env` in development),
 // parsed and validated once at start. The table below is also the source of the README's list.
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { looksLikeApiKey } from '../auth/apiKeys.js';
-import { parseCidr } from '../calls/candidateFilter.js';
+import { parseCidr } from '../system/cidr.js';
+import { parseEventTypes } from '../webhooks/events.js';
+import { isWebhookSecret } from '../webhooks/secrets.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -48,6 +51,18 @@ const oneOf = <T extends string>(...values: T[]): Parser<T> => (raw) => {
   return raw as T;
 };
 
+/** A PEM file's contents, read once at start (an unreadable file is a one-line configuration error). */
+const pemFile: Parser<string> = (raw) => {
+  let text: string;
+  try {
+    text = readFileSync(raw, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read ${raw}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  if (!text.includes('-----BEGIN ')) throw new Error(`${raw} is not a PEM file`);
+  return text;
+};
+
 const list: Parser<string[]> = (raw) => raw.split(',').map((s) => s.trim()).filter(Boolean);
 
 const iceUrls = (schemes: string[]): Parser<string[]> => (raw) => {
@@ -59,6 +74,23 @@ const iceUrls = (schemes: string[]): Parser<string[]> => (raw) => {
     }
   }
   return urls;
+};
+
+const webhookUrl: Parser<string> = (raw) => {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(`expected an http(s) URL, got "${raw}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`expected an http(s) URL, got "${raw}"`);
+  return url.toString();
+};
+
+/** The secret is never repeated in the message. */
+const webhookSecret: Parser<string> = (raw) => {
+  if (!isWebhookSecret(raw)) throw new Error('expected whsec_ followed by base64 of at least 24 bytes');
+  return raw;
 };
 
 const ip: Parser<string> = (raw) => {
@@ -89,6 +121,19 @@ const cidrList: Parser<string[]> = (raw) => {
   const entries = list(raw);
   for (const e of entries) parseCidr(e);
   return entries;
+};
+
+/** SIP_USERS: user:password pairs; never echoes an entry (it carries a password). */
+const sipUsers: Parser<Map<string, string>> = (raw) => {
+  const users = new Map<string, string>();
+  list(raw).forEach((entry, i) => {
+    const at = entry.indexOf(':');
+    if (at < 1 || at === entry.length - 1 || !/^[A-Za-z0-9._~!$&'()*+;=-]+$/.test(entry.slice(0, at))) {
+      throw new Error(`entry ${i + 1} is not like user:password`);
+    }
+    users.set(entry.slice(0, at), entry.slice(at + 1));
+  });
+  return users;
 };
 
 const secretList: Parser<string[]> = (raw) => {
@@ -136,14 +181,8 @@ const trustedProxies: Parser<string[]> = (raw) => {
 export const settings = {
   HOST: { doc: 'Address the HTTP server listens on.', default: '127.0.0.1', parse: str },
   PORT: { doc: 'HTTP port (0 picks a free one).', default: '8080', parse: int(0, 65535) },
-  PARLEY_ENV: {
-    doc: 'development enables the demo page and its backend-proxy route; production disables them (unless DEMO_ENABLED).',
-    default: 'production',
-    parse: oneOf('production', 'development'),
-  },
   DEMO_ENABLED: {
-    doc: 'Serve the demo page (GET /) and its backend-proxy route (POST /demo/session) in production too; put it behind HTTPS.',
-    default: 'false',
+    doc: 'The demo page (GET /) and its backend-proxy route (POST /demo/session), which hands tokens to anyone who asks (within DEMO_RATE_LIMIT_PER_MINUTE and its key\'s call limits). Unset: on when HOST is a loopback address and TRUST_PROXY is empty (only this machine can reach it), and then refused to requests a proxy forwarded; true: on whatever the bind (put it behind HTTPS); false: off.',
     parse: bool,
   },
   DEMO_API_KEY: {
@@ -159,11 +198,45 @@ export const settings = {
     default: '10',
     parse: int(1, 10000),
   },
+  ADMIN_TOKEN: {
+    doc: 'Turns on the operator console at /console (live calls, conversations, API keys) and is its password (at least 32 characters; compared in constant time, never logged). A login gets an HttpOnly, SameSite=Strict session cookie (Secure under HTTPS) signed with a key derived from it: changing it logs every session out. Unset: no console (/console answers 404).',
+    parse: (raw: string) => {
+      // Never echo the value: it is a secret.
+      if (raw.length < 32) throw new Error('must be at least 32 characters');
+      return raw;
+    },
+  },
+  WEBSOCKET_MAX_UNSENT_BYTES: {
+    doc: 'Bytes a WebSocket session (or sideband connection) may leave unsent because its client does not read; past it the connection is cut (the session ends client_too_slow), so a stalled reader holds at most this much of the node\'s memory.',
+    default: String(8 * 1024 * 1024),
+    parse: int(64 * 1024, 1024 * 1024 * 1024),
+  },
+  TLS_CERT_FILE: {
+    doc: 'PEM certificate chain: with TLS_KEY_FILE, Parley serves HTTPS and WSS on PORT (OpenAI\'s WebSocket clients open only wss:, browsers need a secure origin for the microphone). Unset: plain HTTP (put a TLS-terminating proxy in front).',
+    parse: pemFile,
+  },
+  TLS_KEY_FILE: { doc: 'PEM private key of TLS_CERT_FILE.', parse: pemFile },
   LOG_LEVEL: { doc: 'pino log level.', default: 'info', parse: oneOf('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent') },
+  LOG_FORMAT: {
+    doc: 'Logs (on stderr): auto is readable lines when stderr is a terminal and JSON (one object a line) otherwise; json or pretty force one. Secrets are redacted in both.',
+    default: 'auto',
+    parse: oneOf('auto', 'json', 'pretty'),
+  },
   DATA_DIR: { doc: 'Directory for the SQLite file and generated local secrets.', default: './data', parse: str },
   DATABASE_URL: {
     doc: 'sqlite:<path> (embedded, default <DATA_DIR>/parley.db) or postgres://user@host/db.',
     parse: databaseUrl,
+  },
+  RECORDING: {
+    doc: "Record calls: on records every call, off none; an API key's own choice (parley keys recording <id> on|off|default) wins over it. Recordings are stereo Ogg Opus files, the caller on the left and the agent on the right.",
+    default: 'off',
+    parse: oneOf('off', 'on'),
+  },
+  RECORDING_DIR: { doc: 'Directory of the recordings (one <conversation id>.opus file a call). Unset: <DATA_DIR>/recordings. Nodes serve the recordings they find here: share it between nodes for any node to serve any.', parse: str },
+  RECORDING_RETENTION_DAYS: {
+    doc: 'Recordings older than this many days are deleted (checked at start and hourly); 0 keeps them.',
+    default: '0',
+    parse: int(0, 36_500),
   },
   REDIS_URL: { doc: 'redis://host:port; shares call counts and key revocations across nodes. Optional.', parse: str },
   RATE_LIMIT_WINDOW_SECONDS: {
@@ -178,6 +251,11 @@ export const settings = {
   },
   RATE_LIMIT_CLIENT_SECRETS_PER_IP: {
     doc: 'client-secrets and client_secrets requests (wrong keys included) one client address may make per window; 0: no limit. The address is the connection\'s, or X-Forwarded-For\'s from a TRUST_PROXY proxy.',
+    default: '600',
+    parse: int(0, 10_000_000),
+  },
+  RATE_LIMIT_KEY_LOOKUPS_PER_IP: {
+    doc: 'Requests one client address may make per window to the other routes that look up an API key or token (models, voices, conversation reads, hang-up), wrong credentials included; 0: no limit. Keeps a stream of made-up keys from reaching the store and flushing the key cache.',
     default: '600',
     parse: int(0, 10_000_000),
   },
@@ -203,7 +281,7 @@ export const settings = {
   TOKEN_ISSUER: { doc: 'JWT iss claim.', default: 'parley', parse: str },
   TOKEN_AUDIENCE: { doc: 'JWT aud claim.', default: 'parley-realtime', parse: str },
   KEY_CACHE_TTL_MS: {
-    doc: 'How long a node trusts its cached view of an API key; a revocation takes effect within this time.',
+    doc: 'How long a node trusts its cached view of an API key; a revocation takes effect within this time. Also how often (500 ms at the least) a node asks the store whether the keys of its live calls were revoked: their calls then end (key_revoked).',
     default: '1000',
     parse: int(0, 60000),
   },
@@ -284,6 +362,10 @@ export const settings = {
   TURN_TLS_CERT: { doc: "coturn's TLS certificate (full chain) path when TURN_URLS has a turns: URL, for `parley turn config`.", default: '/etc/coturn/fullchain.pem', parse: str },
   TURN_TLS_KEY: { doc: "coturn's TLS private key path when TURN_URLS has a turns: URL, for `parley turn config`.", default: '/etc/coturn/privkey.pem', parse: str },
   TURN_ALLOW_LOOPBACK_PEERS: { doc: "Let coturn relay to loopback peers, for tests and single-machine development only (Parley's coturn and `parley turn config`; Parley's coturn on a loopback address always does).", default: 'false', parse: bool },
+  TURN_USER_QUOTA: { doc: "Relays (allocations) one TURN credential may hold at once in coturn (its user-quota; Parley's coturn and `parley turn config`). A browser call uses one or two. 0: no limit.", default: '10', parse: int(0, 100000) },
+  TURN_TOTAL_QUOTA: { doc: "Relays coturn holds at once in all (its total-quota; Parley's coturn and `parley turn config`). 0: no limit.", default: '2000', parse: int(0, 1000000) },
+  TURN_MAX_BPS: { doc: "Bytes a second one relay may carry (coturn's max-bps; Parley's coturn and `parley turn config`): a voice call needs about 10 KB/s, with camera video up to 250 KB/s. 0: no limit.", default: '500000', parse: int(0, 1_000_000_000) },
+  TURN_TCP_RELAY: { doc: "Let coturn relay to TCP peers (RFC 6062; Parley's coturn and `parley turn config`). WebRTC never needs it (clients may still reach coturn over TCP), so it is off.", default: 'false', parse: bool },
   TURN_ALLOWED_PEER_IPS: {
     doc: "Comma-separated IPs or ranges (a-b) coturn may relay to despite the denied private ranges, e.g. Parley's private media address (Parley's coturn and `parley turn config`).",
     default: '',
@@ -302,6 +384,44 @@ export const settings = {
     default: '',
     parse: cidrList,
   },
+  SIP_PORT: {
+    doc: 'Port of the SIP front door (phone calls from a SIP trunk or PBX), UDP and TCP; 0 picks a free one. Unset: no SIP.',
+    default: '',
+    parse: (raw: string) => (raw.trim() === '' ? undefined : int(0, 65535)(raw)),
+  },
+  SIP_HOST: {
+    doc: "Address the SIP front door and its RTP media bind, and the address its SDP answers announce (ICE_PUBLIC_IP instead when set). Empty: HOST.",
+    default: '',
+    parse: ip,
+  },
+  SIP_USERS: {
+    doc: 'Comma-separated user:password pairs SIP callers authenticate as (digest, MD5). Callers from SIP_TRUSTED_CIDRS need none; with neither set only loopback callers are admitted.',
+    default: '',
+    parse: sipUsers,
+  },
+  SIP_TRUSTED_CIDRS: {
+    doc: 'Comma-separated addresses or CIDR ranges (a trunk\'s signalling addresses) whose SIP calls are admitted without authentication; other sources must authenticate (SIP_USERS) or are refused (403).',
+    default: '',
+    parse: cidrList,
+  },
+  SIP_API_KEY_ID: {
+    doc: 'Id of the API key (key_…) that owns SIP calls: their records, limits and the sideband connection. Empty: the oldest active key.',
+    default: '',
+    parse: (raw: string) => {
+      if (raw !== '' && !/^key_[A-Za-z0-9]+$/.test(raw)) throw new Error('must be an API key id (key_…), as `parley keys list` shows');
+      return raw;
+    },
+  },
+  SIP_ROUTING_TIMEOUT_MS: {
+    doc: 'How long a SIP call rings waiting for the app\'s accept, reject or refer after its realtime.call.incoming webhook; then SIP_DEFAULT_ROUTE applies. Keep it below CALL_CONNECT_TIMEOUT_MS (the call must connect within that).',
+    default: '5000',
+    parse: int(500, 25_000),
+  },
+  SIP_DEFAULT_ROUTE: {
+    doc: 'What a ringing SIP call nobody decided on within SIP_ROUTING_TIMEOUT_MS gets: answer (the default agent answers) or reject (480 Temporarily Unavailable).',
+    default: 'answer',
+    parse: oneOf('answer', 'reject'),
+  },
   ICE_PUBLIC_IP: {
     doc: "Public address advertised in place of the server's host candidates (1:1 NAT, like every media server's NAT setting).",
     default: '',
@@ -318,9 +438,9 @@ export const settings = {
     parse: oneOf('libdatachannel', 'werift'),
   },
   CALL_CONNECT_TIMEOUT_MS: {
-    doc: 'A call whose peer has not connected (ICE + DTLS) by then is closed and recorded as failed.',
-    default: '30000',
-    parse: int(1000, 600000),
+    doc: 'A call whose peer has not connected (ICE + DTLS) by then is closed and recorded as failed (connect_timeout); until then it is half-open (MAX_HALF_OPEN_CALLS). Short, so offers that never connect hold no slot for long.',
+    default: '10000',
+    parse: int(1000, 30000),
   },
   CALL_IDLE_TIMEOUT_MS: {
     doc: 'A connected call with no audio or data-channel message from the client for this long is ended (idle_timeout).',
@@ -328,7 +448,43 @@ export const settings = {
     parse: int(1000, 86_400_000),
   },
   CALL_MAX_DURATION_MS: { doc: 'A call is ended after this long (max_duration).', default: '3600000', parse: int(1000, 86_400_000) },
+  EVENT_LOOP_LAG_DEGRADED_MS: {
+    doc: "/readyz reports the node degraded (still serving) while its event loop ran later than this in the last second; the figure is parley_event_loop_lag_seconds. Every call's media clock shares the loop.",
+    default: '200',
+    parse: int(10, 60000),
+  },
+  CALL_EVENTS_PER_SECOND: {
+    doc: 'Client events (data-channel messages) one call may send a second, in bursts of twice that; beyond it they are dropped unread and the client gets an error event (rate_limit_exceeded) once a second. The call goes on.',
+    default: '50',
+    parse: int(1, 100000),
+  },
+  CALL_REPLIES_PER_SECOND: {
+    doc: 'Replies one call\'s client may ask for a second (conversation.item.create, response.create), in bursts of twice that (at least 3); beyond it the request is refused with an error event (rate_limit_exceeded). Replies the agent starts at the end of a spoken turn are not counted.',
+    default: '2',
+    parse: int(1, 1000),
+  },
+  CALL_RECONNECT_GRACE_MS: {
+    doc: "A connected call whose client becomes unreachable (ICE disconnected: a network blip, a Wi-Fi to mobile switch) waits this long for it to come back before it ends (connection_lost). The client's own hang-up (its DTLS close) ends the call at once.",
+    default: '5000',
+    parse: int(0, 600000),
+  },
   MAX_CONCURRENT_CALLS: { doc: 'Calls this node (each worker) carries at once; beyond it, a calls request is passed to the least-loaded live node with room (nodes sharing the database), or answered 503 with Retry-After when there is none.', default: '50', parse: int(1, 10000) },
+  MAX_HALF_OPEN_CALLS: {
+    doc: 'Calls not yet connected (offer answered, ICE + DTLS not done) this node (each worker) holds at once, within MAX_CONCURRENT_CALLS; beyond it the node is full for new calls (passed on, or 503) while connected calls keep the rest. 0: no separate budget.',
+    default: '10',
+    parse: int(0, 10000),
+  },
+  MAX_CALLS_PER_KEY: {
+    doc: 'Calls one API key (its tokens together; the demo key too) may have on this node (each worker) at once; beyond it calls answers 429 with Retry-After, never passed to another node. 0: no limit.',
+    default: '25',
+    parse: int(0, 10000),
+  },
+  MAX_HALF_OPEN_CALLS_PER_KEY: {
+    doc: 'Calls not yet connected one API key may have on this node (each worker) at once; beyond it 429 with Retry-After. 0: no limit.',
+    default: '5',
+    parse: int(0, 10000),
+  },
+  MAX_CALLS_PER_TOKEN: { doc: 'Calls one ephemeral token may have on this node (each worker) at once; beyond it 429 with Retry-After. 0: no limit.', default: '5', parse: int(0, 10000) },
   OPUS_COMPLEXITY: {
     doc: "Opus encoder complexity (0–10) for the agent's voice: encoding is most of a call's CPU; 9 (libopus's default, libwebrtc's on desktops) costs ≈ 1.8× what 5 (libwebrtc's on phones) costs for slightly better sound, 1 about half.",
     default: '5',
@@ -372,9 +528,32 @@ export const settings = {
     doc: 'Speech synthesis: local (flite and espeak-ng) or http (TTS_URL). Unset: http when TTS_URL is set, else local.',
     parse: oneOf('local', 'http'),
   },
+  TTS_PROCESSES: {
+    doc: 'Local speech synthesis processes (flite, espeak-ng) the node runs at once, whatever the number of calls; further clauses wait their turn. Bounds what replies asked for in a burst can cost the other calls.',
+    default: '4',
+    parse: int(1, 64),
+  },
   TTS_URL: { doc: 'OpenAI-compatible API base whose /audio/speech the http speech engine calls (the catalogue voice name as voice, response_format pcm: 24 kHz 16-bit mono, streamed).', parse: str },
   TTS_API_KEY: { doc: 'Bearer key for TTS_URL (never logged).', parse: str },
   TTS_MODEL: { doc: 'Model name sent to TTS_URL.', default: 'tts-1', parse: str },
+  WEBHOOK_URL: {
+    doc: "Endpoint (http or https URL) that receives every API key's call events, signed per Standard Webhooks with WEBHOOK_SECRET. Set both or neither. Per-key endpoints are added with `parley webhooks add`.",
+    parse: webhookUrl,
+  },
+  WEBHOOK_SECRET: { doc: 'Signing secret of WEBHOOK_URL: whsec_ followed by base64 of at least 24 random bytes (e.g. `echo whsec_$(openssl rand -base64 32)`). Never logged.', parse: webhookSecret },
+  WEBHOOK_EVENTS: {
+    doc: 'Comma-separated event types WEBHOOK_URL receives: call.started, call.ended, call.failed, call.turn (one per completed turn, with its transcript; opt-in), realtime.call.incoming (a SIP call rings and waits for the app\'s decision; opt-in).',
+    default: 'call.started,call.ended,call.failed',
+    parse: parseEventTypes,
+  },
+  WEBHOOK_TIMEOUT_MS: { doc: 'Time a webhook receiver has to answer an attempt; no answer in time is a failed attempt, retried.', default: '10000', parse: int(500, 60_000) },
+  WEBHOOK_RETRY_MAX_MS: {
+    doc: 'Cap of the delay between attempts of one delivery (exponential backoff with full jitter from 1 s up to this). Deliveries are retried for 24 hours after their event, then marked failed.',
+    default: '3600000',
+    parse: int(100, 86_400_000),
+  },
+  WEBHOOK_POLL_MS: { doc: "How often each node looks in the store for webhook deliveries due (another node's, or retries); its own events are sent at once.", default: '500', parse: int(50, 60_000) },
+  WEBHOOK_CONCURRENCY: { doc: 'Webhook requests one node has in flight at once (one per endpoint at a time, so a slow receiver does not hold up the others).', default: '8', parse: int(1, 256) },
   ECHO_DELAY_MS: { doc: "Delay before the audio-echo agent plays the caller's audio back.", default: '200', parse: int(0, 5000) },
 } satisfies Record<string, Setting<unknown>>;
 
@@ -390,8 +569,10 @@ function crossChecks(c: Parsed): string[] {
   // A provider chosen by name needs its service's URL.
   if (c.STT_PROVIDER === 'http' && !c.STT_URL) problems.push('STT_PROVIDER: http needs STT_URL');
   if (c.TTS_PROVIDER === 'http' && !c.TTS_URL) problems.push('TTS_PROVIDER: http needs TTS_URL');
+  if ((c.TLS_CERT_FILE === undefined) !== (c.TLS_KEY_FILE === undefined)) problems.push('TLS_CERT_FILE: TLS needs both TLS_CERT_FILE and TLS_KEY_FILE');
   if (c.NODE_LOST_AFTER_MS < 2 * c.NODE_HEARTBEAT_MS) problems.push('NODE_LOST_AFTER_MS: must be at least twice NODE_HEARTBEAT_MS');
   if (c.HTTP_REQUEST_TIMEOUT_MS < c.HTTP_HEADERS_TIMEOUT_MS) problems.push('HTTP_REQUEST_TIMEOUT_MS: must be at least HTTP_HEADERS_TIMEOUT_MS');
+  if ((c.WEBHOOK_URL === undefined) !== (c.WEBHOOK_SECRET === undefined)) problems.push('WEBHOOK_URL: webhooks need both WEBHOOK_URL and WEBHOOK_SECRET');
   return problems;
 }
 

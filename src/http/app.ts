@@ -1,24 +1,29 @@
 // The HTTP surface: Fastify with the contract's error shapes, body rules, CORS and routes, the
 // readiness checks, and the behaviour of a node that is shutting down or has lost a dependency.
-import swagger from '@fastify/swagger';
-import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type RouteOptions } from 'fastify';
 import type { Services } from '../services.js';
 import { StoreUnavailable } from '../storage/unavailable.js';
 import { registerCors } from './cors.js';
 import { registerRateLimits } from './rateLimits.js';
-import { HttpError, MESSAGES, OpenAiErrorBody, ShapeA, ShapeB, ValidationFailure, shapeA } from './errors.js';
+import { HttpError, MESSAGES, ValidationFailure, shapeA } from './errors.js';
+import { ERROR_SCHEMAS, registerOpenApi } from './openapi.js';
 import { internalListenerHandler, recognizeForwarded } from './nodeForwarding.js';
 import { answerClientError, createHttpServer, discardUnreadBody } from './server.js';
 import type { RequestListener, Server } from 'node:http';
-import { jsonDepthOverflow, jsonInvalid, jsonTooDeep, toPydanticDetail } from '../session/validation.js';
+import { CallQualitySchema, CallUsageSchema } from '../calls/callFigures.js';
+import { ValidationDetail, jsonDepthOverflow, jsonInvalid, jsonTooDeep, toPydanticDetail } from '../session/validation.js';
 import { callRoutes } from './routes/calls.js';
 import { catalogRoutes } from './routes/catalog.js';
-import { conversationRoutes } from './routes/conversations.js';
+import { ConversationResponse, conversationRoutes } from './routes/conversations.js';
+import { consoleRoutes } from './console/consoleRoutes.js';
 import { demoRoutes } from './routes/demo.js';
 import { clientSecretsRoutes } from './routes/clientSecrets.js';
 import { iceConfigRoutes } from './routes/iceConfig.js';
-import { callFormConstraint, openAiRoutes } from './routes/openai.js';
-import { BODY_LIMIT, MAX_JSON_DEPTH } from './schemas.js';
+import { OPENAI_NAMED_SCHEMAS, callFormConstraint, openAiRoutes } from './routes/openai.js';
+import { SIP_ROUTING_NAMED_SCHEMAS, sipRoutingRoutes } from './routes/sipRouting.js';
+import { realtimeSocketRoutes } from './routes/realtimeSocket.js';
+import { BODY_LIMIT, HealthResponse, MAX_JSON_DEPTH, MetricsQuery, NAMED_SCHEMAS, OpenApiResponse, ReadinessResponse } from './schemas.js';
 
 /** Paths a browser may call cross-origin. */
 const BROWSER_PATHS = ['/v1/realtime/ice-config', '/v1/realtime/calls', '/v1/realtime/models', '/v1/realtime/voices'];
@@ -34,14 +39,22 @@ declare module 'fastify' {
   }
 }
 
-export async function buildApp(services: Services, logger: FastifyInstance['log'] | false = false): Promise<FastifyInstance> {
+/** A request's path without its query string: what routes match, and all a log may say of a URL (a query may carry a secret). */
+const pathOf = (url: string): string => url.split('?', 1)[0]!;
+
+export interface BuildOptions {
+  /** Told of every route as it is declared, before any other onRoute hook (the OpenAPI coverage test). */
+  onRoute?: (route: RouteOptions) => void;
+}
+
+export async function buildApp(services: Services, logger: FastifyInstance['log'] | false = false, options: BuildOptions = {}): Promise<FastifyInstance> {
   const { config } = services;
   const limits = { headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS, requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS };
   let handler: RequestListener | undefined;
   const app = Fastify({
     loggerInstance: logger || undefined,
     bodyLimit: BODY_LIMIT,
-    serverFactory: (h) => createHttpServer(limits, (handler = h)),
+    serverFactory: (h) => createHttpServer(limits, (handler = h), config.TLS_CERT_FILE && config.TLS_KEY_FILE ? { cert: config.TLS_CERT_FILE, key: config.TLS_KEY_FILE } : undefined),
     clientErrorHandler: answerClientError,
     // req.ip: the connection's address, or X-Forwarded-For's client behind the proxies named here.
     trustProxy: config.TRUST_PROXY.length ? config.TRUST_PROXY : false,
@@ -58,18 +71,14 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
     ajv: { customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false } },
   }) as unknown as FastifyInstance;
 
+  if (options.onRoute) app.addHook('onRoute', options.onRoute);
   app.decorate('createInternalServer', () => createHttpServer(limits, internalListenerHandler(handler!)));
 
-  await app.register(swagger, {
-    openapi: {
-      info: { title: 'Parley realtime session API', version: '1.0.0' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
-      security: [{ bearer: [] }],
-    },
+  // First: the document collects the routes as they are declared.
+  await registerOpenApi(app, {
+    operatorPaths: OPERATOR_PATHS,
+    namedSchemas: [...ERROR_SCHEMAS, ValidationDetail, ...NAMED_SCHEMAS, ...OPENAI_NAMED_SCHEMAS, ...SIP_ROUTING_NAMED_SCHEMAS, ConversationResponse, CallUsageSchema, CallQualitySchema],
   });
-  app.addSchema(ShapeA);
-  app.addSchema(ShapeB);
-  app.addSchema(OpenAiErrorBody);
 
   // Bodies are JSON whatever the Content-Type says (FastAPI-era clients are not always exact);
   // an empty body is an empty object; undecodable JSON is pydantic's json_invalid, and so is JSON
@@ -80,7 +89,7 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
     if (text.trim() === '') return done(null, {});
     const tooDeep = jsonDepthOverflow(text, MAX_JSON_DEPTH);
     if (tooDeep >= 0) {
-      req.log.warn({ reqId: req.id, url: req.url, offset: tooDeep, maxDepth: MAX_JSON_DEPTH }, 'request body nested too deep');
+      req.log.warn({ reqId: req.id, path: pathOf(req.url), offset: tooDeep, maxDepth: MAX_JSON_DEPTH }, 'request body nested too deep');
       return done(new ValidationFailure([jsonTooDeep(tooDeep)]), undefined);
     }
     try {
@@ -99,7 +108,7 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
 
   // A node that is shutting down answers 503 (never a refused connection) until its port closes.
   app.addHook('onRequest', (req, reply, done) => {
-    if (!services.calls.isDraining || OPERATOR_PATHS.has(req.url.split('?', 1)[0]!)) return done();
+    if (!services.calls.isDraining || OPERATOR_PATHS.has(pathOf(req.url))) return done();
     reply
       .code(503)
       .header('retry-after', RETRY_AFTER_SECONDS)
@@ -143,7 +152,7 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
     if (err instanceof HttpError) return reply.code(err.statusCode).headers(err.headers).send(err.body);
     if (err instanceof ValidationFailure) return reply.code(422).send({ detail: err.detail });
     if (err instanceof StoreUnavailable) {
-      req.log.warn({ reqId: req.id, url: req.url, store: err.store, err: err.message }, 'store unavailable');
+      req.log.warn({ reqId: req.id, path: pathOf(req.url), store: err.store, err: err.message }, 'store unavailable');
       return reply
         .code(503)
         .header('retry-after', RETRY_AFTER_SECONDS)
@@ -161,7 +170,7 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
   });
 
   app.setNotFoundHandler((req, reply) => {
-    const methods = routeTable.methodsOf(req.url.split('?', 1)[0]!);
+    const methods = routeTable.methodsOf(pathOf(req.url));
     if (methods.length) return reply.code(405).header('Allow', methods.join(', ')).send({ detail: 'Method Not Allowed' });
     return reply.code(404).send({ detail: 'Not Found' });
   });
@@ -172,20 +181,43 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
   await app.register(iceConfigRoutes(services));
   await app.register(callRoutes(services));
   await app.register(openAiRoutes(services));
+  await app.register(sipRoutingRoutes(services));
+  await app.register(realtimeSocketRoutes(services));
   await app.register(catalogRoutes(services));
   await app.register(conversationRoutes(services));
   await app.register(demoRoutes(services));
+  await app.register(consoleRoutes(services));
   // Liveness: the process answers. Readiness: every registered check says ready.
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok', calls: services.calls.activeCount }));
-  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
-    const { ready, checks } = await services.readiness.evaluate();
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks });
-  });
-  // Under PARLEY_WORKERS, every worker's figures summed; `?scope=worker`: the answering worker's.
-  app.get<{ Querystring: { scope?: string } }>('/metrics', { schema: { hide: true } }, async (req, reply) =>
-    reply.type(services.metrics.registry.contentType).send(await services.metrics.exposition(req.query.scope === 'worker')),
+  const operations = { tags: ['operations'], security: [] };
+  app.get('/healthz', { schema: { ...operations, summary: 'Liveness: the process answers', response: { 200: HealthResponse } } }, async () => ({
+    status: 'ok',
+    calls: services.calls.activeCount,
+  }));
+  app.get(
+    '/readyz',
+    { schema: { ...operations, summary: 'Readiness: 200 while no check is starting or failed', response: { 200: ReadinessResponse, 503: ReadinessResponse } } },
+    async (_req, reply) => {
+      const { ready, checks } = await services.readiness.evaluate();
+      return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks });
+    },
   );
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // Under PARLEY_WORKERS, every worker's figures summed; `?scope=worker`: the answering worker's.
+  app.get<{ Querystring: { scope?: string } }>(
+    '/metrics',
+    {
+      schema: {
+        ...operations,
+        summary: 'Prometheus metrics',
+        querystring: MetricsQuery,
+        produces: [services.metrics.registry.contentType],
+        response: { 200: Type.String({ description: 'The Prometheus text exposition' }) },
+      },
+    },
+    async (req, reply) => reply.type(services.metrics.registry.contentType).send(await services.metrics.exposition(req.query.scope === 'worker')),
+  );
+  app.get('/openapi.json', { schema: { ...operations, summary: 'This document (OpenAPI 3.1); rendered at /docs', response: { 200: OpenApiResponse } } }, async () =>
+    app.swagger(),
+  );
   return app;
 }
 

@@ -88,3 +88,13 @@ function withToken(services: Services, credential: string, then: (claims: TokenC
     return verified && (await services.keyCache.isActive(verified.sub)) ? verified : null;
   })().then(then, fail);
 }
+
+/** The id of a live API key (null: not one), for routes that authenticate outside a hook. */
+export function verifyApiKey(services: Services, key: string): Promise<string | null> {
+  return new Promise((resolve, reject) => withApiKey(services, key, resolve, reject));
+}
+
+/** The claims of a live token of ours, either form (null: not one), for routes that authenticate outside a hook. */
+export function verifyToken(services: Services, credential: string): Promise<TokenClaims | null> {
+  return new Promise((resolve, reject) => withToken(services, credential, resolve, reject));
+}

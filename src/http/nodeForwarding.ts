@@ -75,11 +75,14 @@ export function sendAnswer(reply: FastifyReply, answer: NodeAnswer): FastifyRepl
 /**
  * preParsing hook of the calls routes: a node at its call limit passes the request to the live
  * node with room that is least loaded; one that is gone, full or draining (503) gives way to the
- * next. When none takes it, this node answers (503 with Retry-After).
+ * next. When none takes it, this node answers (503 with Retry-After). A caller at one of its own
+ * limits (src/calls/admission.ts) is not passed on: this node answers 429.
  */
 export function passCallsWhenFull(services: Services): preParsingAsyncHookHandler {
   return async (req, reply, payload) => {
     if (req.forwardedFromNode || !services.calls.isFull) return payload;
+    // A caller at its own limit is refused here (429), not sent elsewhere to dodge it.
+    if (services.admission.callerRefusal({ apiKeyId: req.apiKeyId!, tokenId: req.token!.jti })) return payload;
     const nodes = await services.nodeDirectory.withRoom().catch(() => []);
     if (!nodes.length) return payload;
     const body = await readBody(payload);

@@ -9,6 +9,7 @@
 // read) is counted once, by the node that answers it: the per-token count runs once the body is.
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteOptions } from 'fastify';
+import { RETRY_AFTER_SECONDS, type CallLimitExceeded } from '../calls/admission.js';
 import type { Config } from '../config/env.js';
 import type { Metrics } from '../observability/metrics.js';
 import { MemoryRateLimitStore } from '../storage/memoryRateLimits.js';
@@ -44,6 +45,12 @@ export function rateLimited(form: Form, message: string, retryAfterSeconds: numb
   return new HttpError(429, { error: { message, type: 'requests', param: null, code: 'rate_limit_exceeded' } } as ShapeABody, headers);
 }
 
+/** The 429 of a calls request over one of its caller's concurrent-call limits (src/calls/admission.ts). */
+export function callLimited(form: Form, err: CallLimitExceeded, metrics: Metrics): HttpError {
+  metrics.rateLimited.inc({ limit: err.limit });
+  return rateLimited(form, err.message, RETRY_AFTER_SECONDS);
+}
+
 /** The store for `config`: Redis (waiting briefly for its first connection) or memory. */
 export async function openRateLimitStore(config: Pick<Config, 'REDIS_URL'>, log: FastifyInstance['log']): Promise<RateLimitStore> {
   if (!config.REDIS_URL) return new MemoryRateLimitStore();
@@ -51,6 +58,9 @@ export async function openRateLimitStore(config: Pick<Config, 'REDIS_URL'>, log:
   await store.start();
   return store;
 }
+
+/** Routes that look up an API key or token besides client-secrets and calls (which have their own limits). */
+const KEY_LOOKUP_ROUTES = new Set(['/v1/realtime/models', '/v1/realtime/voices', '/v1/realtime/conversations/:id', '/v1/realtime/conversations/:id/recording', '/v1/realtime/calls/:id/hangup']);
 
 interface Limit {
   scope: string;
@@ -78,6 +88,12 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, m
     limit: config.RATE_LIMIT_CLIENT_SECRETS_PER_KEY,
     subject: (req) => req.apiKeyId,
     message: (n, w, r) => `Too many client secrets requested with this API key (limit: ${n} per ${w} s); try again in ${r} s.`,
+  };
+  const lookupsPerIp: Limit = {
+    scope: 'lookups-ip',
+    limit: config.RATE_LIMIT_KEY_LOOKUPS_PER_IP,
+    subject: (req) => req.ip,
+    message: (n, w, r) => `Too many requests from this address (limit: ${n} per ${w} s); try again in ${r} s.`,
   };
   const perToken: Limit = {
     scope: 'calls-token',
@@ -111,15 +127,33 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, m
   };
 
   app.addHook('onRoute', (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
-    if (!methods.includes('POST')) return;
+    const form = rateLimitForm(route);
+    if (!form) return;
+    // The other routes that look a credential up count for their address, before authentication.
+    if (KEY_LOOKUP_ROUTES.has(route.url)) attach(route, 'onRequest', [lookupsPerIp], [], form);
     // Every client-secrets request counts for its address, wrong keys included (before authentication).
-    if (route.url === '/v1/realtime/client-secrets') attach(route, 'onRequest', [perIp], [perKey], 'orga');
-    else if (route.url === '/v1/realtime/client_secrets') attach(route, 'onRequest', [perIp], [perKey], 'openai');
-    else if (route.url === '/v1/realtime/calls') {
-      // Calls that get as far as trying an offer count, once their body is read: not bodies too large or not JSON.
-      const form = (route.constraints as { callForm?: string } | undefined)?.callForm === 'openai' ? 'openai' : 'orga';
-      attach(route, 'preHandler', [], [perToken], form);
-    }
+    else if (route.url === '/v1/realtime/client-secrets' || route.url === '/v1/realtime/client_secrets') attach(route, 'onRequest', [perIp], [perKey], form);
+    // A WebSocket session counts once its credential is known (preValidation), before it is admitted (its preHandler).
+    else if (route.url === REALTIME_SOCKET_PATH) attach(route, 'preHandler', [perToken], [], form);
+    // Calls that get as far as trying an offer count, once their body is read: not bodies too large or not JSON.
+    else attach(route, 'preHandler', [], [perToken], form);
   });
+}
+
+/** OpenAI's Realtime WebSocket route: each session is a call, counted against its token like one. */
+const REALTIME_SOCKET_PATH = '/v1/realtime';
+
+/**
+ * Whether a route has rate limits (429 with Retry-After) and in which error shape: its clients'.
+ * The demo's proxy route counts its own (src/http/routes/demo.ts).
+ */
+export function rateLimitForm(route: Pick<RouteOptions, 'url' | 'method' | 'constraints'>): Form | undefined {
+  const methods = [route.method].flat();
+  if (KEY_LOOKUP_ROUTES.has(route.url)) return route.url.endsWith('/hangup') ? 'openai' : 'orga';
+  if (route.url === REALTIME_SOCKET_PATH && methods.includes('GET')) return 'openai';
+  if (!methods.includes('POST')) return undefined;
+  if (route.url === '/v1/realtime/client-secrets') return 'orga';
+  if (route.url === '/v1/realtime/client_secrets') return 'openai';
+  if (route.url === '/v1/realtime/calls') return (route.constraints as { callForm?: string } | undefined)?.callForm === 'openai' ? 'openai' : 'orga';
+  return undefined;
 }

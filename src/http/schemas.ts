@@ -1,6 +1,6 @@
 // Request and response schemas: the single source for validation, TypeScript types and OpenAPI.
 import { Type, type Static } from '@sinclair/typebox';
-import { MAX_OFFER_CANDIDATES } from '../calls/sdpOffer.js';
+import { MAX_OFFER_CANDIDATES } from '../calls/webrtc/sdpOffer.js';
 import { CallParams } from '../session/params.js';
 
 export const BODY_LIMIT = 256 * 1024;
@@ -21,20 +21,20 @@ export const ClientSecretsResponse = Type.Object({
   expires_at: Type.String({ description: 'ISO 8601, UTC with Z.' }),
   ephemeralToken: Type.String({ description: 'Guide-form alias of ephemeral_token.' }),
   ttl: Type.Integer({ description: 'Remaining lifetime in whole seconds (guide form).' }),
-});
+}, { title: 'ClientSecret', description: 'An ephemeral token for one client' });
 
 export const IceServer = Type.Object({
   urls: Type.Array(Type.String()),
   username: Type.Optional(Type.String()),
   credential: Type.Optional(Type.String()),
-});
-export const IceConfigResponse = Type.Object({ iceServers: Type.Array(IceServer) });
+}, { title: 'IceServer' });
+export const IceConfigResponse = Type.Object({ iceServers: Type.Array(IceServer) }, { title: 'IceConfig', description: 'STUN and TURN servers; TURN credentials minted for this response' });
 
 export const Candidate = Type.Object({
   candidate: Type.Optional(Type.String({ maxLength: 1024 })),
   sdpMid: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()])),
   sdpMLineIndex: Type.Optional(Type.Union([Type.Integer({ minimum: 0, maximum: 255 }), Type.Null()])),
-});
+}, { title: 'IceCandidate', description: "A candidate as the browser's RTCIceCandidate.toJSON() writes it" });
 export type CandidateInput = Static<typeof Candidate>;
 
 
@@ -45,20 +45,49 @@ export const CallsBody = Type.Object({
     candidates: Type.Array(Candidate, { maxItems: MAX_OFFER_CANDIDATES }),
   }),
   params: CallParams,
-});
+}, { title: 'CallRequest', description: "Orga's form: the SDP offer with its candidates, and the session's parameters" });
 export type CallsBodyInput = Static<typeof CallsBody>;
 
 export const CallsResponse = Type.Object({
   answer: Type.Object({ sdp: Type.String(), type: Type.Literal('answer') }),
   conversation_id: Type.String(),
-});
+}, { title: 'CallAnswer', description: 'The SDP answer; the call is live' });
 
 export const VoicesResponse = Type.Object({
   default: Type.String(),
   voices: Type.Array(Type.Object({ name: Type.String(), lang: Type.String(), gender: Type.String() })),
-});
+}, { title: 'Voices', description: 'What params.voice accepts' });
 
 export const ModelsResponse = Type.Object({
   default: Type.String(),
   models: Type.Array(Type.Object({ id: Type.String(), description: Type.String(), runs: Type.String() })),
+}, { title: 'Models', description: 'What params.model accepts' });
+
+export const HealthResponse = Type.Object(
+  { status: Type.Literal('ok'), calls: Type.Integer({ description: 'Calls this process carries now.' }) },
+  { title: 'Health', description: 'The process answers' },
+);
+
+const CheckState = Type.Object(
+  {
+    state: Type.Union([Type.Literal('starting'), Type.Literal('ready'), Type.Literal('degraded'), Type.Literal('failed')]),
+    detail: Type.Optional(Type.String({ description: 'What is wrong.' })),
+  },
+  { additionalProperties: true },
+);
+export const ReadinessResponse = Type.Object(
+  {
+    status: Type.Union([Type.Literal('ready'), Type.Literal('not_ready')]),
+    checks: Type.Record(Type.String(), CheckState, { description: 'Each check by name: database, redis, node, turn, speech, event_loop…' }),
+  },
+  { title: 'Readiness', description: 'Ready (200) while no check is starting or failed; degraded still serves' },
+);
+
+export const MetricsQuery = Type.Object({
+  scope: Type.Optional(Type.String({ description: "`worker`: the answering worker's figures only (under PARLEY_WORKERS); else every worker's summed." })),
 });
+
+export const OpenApiResponse = Type.Object({ openapi: Type.String() }, { additionalProperties: true, description: 'This OpenAPI 3.1 document' });
+
+/** The schemas above the document names (components.schemas). */
+export const NAMED_SCHEMAS = [ClientSecretsResponse, IceServer, IceConfigResponse, Candidate, CallParams, CallsBody, CallsResponse, VoicesResponse, ModelsResponse, HealthResponse, ReadinessResponse];

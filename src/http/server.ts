@@ -2,6 +2,7 @@
 // bodies), Shape A answers to broken or late requests, and bodies left unread after an early answer
 // (413, 401…) read and discarded up to a bound, so clients get to read that answer (as nginx does).
 import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import { shapeA } from './errors.js';
 
@@ -16,17 +17,15 @@ export interface HttpLimits {
  */
 export const MAX_DISCARDED_BODY_BYTES = 64 * 1024 * 1024;
 
-export function createHttpServer(limits: HttpLimits, handler: RequestListener): Server {
-  const server = createServer(
-    {
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      // How often the two limits above are enforced (Node's default, 30 s, would let a slow
-      // request run that much longer than its limit).
-      connectionsCheckingInterval: 1000,
-    },
-    handler,
-  );
+export function createHttpServer(limits: HttpLimits, handler: RequestListener, tls?: { cert: string; key: string }): Server {
+  const options = {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    // How often the two limits above are enforced (Node's default, 30 s, would let a slow
+    // request run that much longer than its limit).
+    connectionsCheckingInterval: 1000,
+  };
+  const server = tls ? createHttpsServer({ ...options, ...tls }, handler) : createServer(options, handler);
   // Fastify sets the same; a keep-alive connection idle longer than this is closed.
   server.keepAliveTimeout = 72_000;
   return server;

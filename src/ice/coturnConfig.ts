@@ -17,6 +17,12 @@ export interface CoturnConfigOptions {
   allowLoopbackPeers: boolean;
   /** Peer addresses coturn may relay to despite the denied ranges (e.g. Parley's private media address). */
   allowedPeerIps: string[];
+  /** Relays per credential, relays in all (0: no limit), and bytes a second per relay (0: no limit). */
+  userQuota: number;
+  totalQuota: number;
+  maxBytesPerSecond: number;
+  /** Relaying to TCP peers (RFC 6062). */
+  tcpRelay: boolean;
 }
 
 /**
@@ -39,13 +45,20 @@ export const DENIED_PEER_RANGES: { range: string; loopback?: true }[] = [
   { range: '203.0.113.0-203.0.113.255' },
   { range: '224.0.0.0-255.255.255.255' },
   { range: '::1', loopback: true },
+  // IPv4 written as IPv6: compatible (::a.b.c.d, from ::2: ::1 is above; coturn takes a bare `::`
+  // entry to match every address), mapped (::ffff:a.b.c.d) and translated (::ffff:0:a.b.c.d).
+  { range: '::2-::ffff:ffff' },
   { range: '::ffff:0.0.0.0-::ffff:255.255.255.255' },
+  { range: '::ffff:0:0.0.0.0-::ffff:0:255.255.255.255' },
   { range: '64:ff9b::-64:ff9b::ffff:ffff' },
   { range: '100::-100::ffff:ffff:ffff:ffff' },
   { range: '2001::-2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff' },
+  { range: '2001:db8::-2001:db8:ffff:ffff:ffff:ffff:ffff:ffff' },
   { range: '2002::-2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff' },
   { range: 'fc00::-fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff' },
   { range: 'fe80::-febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff' },
+  { range: 'fec0::-feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff' },
+  { range: 'ff00::-ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff' },
 ];
 
 interface TurnUrl {
@@ -118,6 +131,12 @@ export function coturnConfig(opts: CoturnConfigOptions): string {
     'no-software-attribute',
     'no-multicast-peers',
     '',
+    '# What one credential, and the server in all, may hold: relays at once, and bytes a second per relay.',
+    `user-quota=${opts.userQuota}`,
+    `total-quota=${opts.totalQuota}`,
+    `max-bps=${opts.maxBytesPerSecond}`,
+    ...(opts.tcpRelay ? [] : ['# WebRTC relays UDP only: TCP relaying (RFC 6062) would reach TCP services.', 'no-tcp-relay']),
+    '',
     '# Peers coturn refuses to relay to (private and reserved ranges).',
   );
   for (const { range, loopback } of DENIED_PEER_RANGES) {
@@ -130,7 +149,11 @@ export function coturnConfig(opts: CoturnConfigOptions): string {
 
 /** The generator's options from Parley's settings (the TURN secrets resolved by the caller; TURN_URLS, or none for Parley's own coturn). */
 export function coturnOptionsFromConfig(
-  config: Pick<Config, 'TURN_URLS' | 'TURN_REALM' | 'TURN_RELAY_PORT_RANGE' | 'TURN_TLS_CERT' | 'TURN_TLS_KEY' | 'TURN_ALLOW_LOOPBACK_PEERS' | 'TURN_ALLOWED_PEER_IPS'>,
+  config: Pick<
+    Config,
+    | 'TURN_URLS' | 'TURN_REALM' | 'TURN_RELAY_PORT_RANGE' | 'TURN_TLS_CERT' | 'TURN_TLS_KEY' | 'TURN_ALLOW_LOOPBACK_PEERS' | 'TURN_ALLOWED_PEER_IPS'
+    | 'TURN_USER_QUOTA' | 'TURN_TOTAL_QUOTA' | 'TURN_MAX_BPS' | 'TURN_TCP_RELAY'
+  >,
   turnSecrets: string[],
 ): CoturnConfigOptions {
   return {
@@ -142,6 +165,10 @@ export function coturnOptionsFromConfig(
     tlsKey: config.TURN_TLS_KEY,
     allowLoopbackPeers: config.TURN_ALLOW_LOOPBACK_PEERS,
     allowedPeerIps: config.TURN_ALLOWED_PEER_IPS,
+    userQuota: config.TURN_USER_QUOTA,
+    totalQuota: config.TURN_TOTAL_QUOTA,
+    maxBytesPerSecond: config.TURN_MAX_BPS,
+    tcpRelay: config.TURN_TCP_RELAY,
   };
 }
 

@@ -10,15 +10,15 @@ export interface IceServerEntry {
 export interface IceConfigOptions {
   stunUrls: string[];
   turnUrls: string[];
-  /** The first signs; the rest are only for coturn to keep accepting during rotation. */
-  turnSecrets: string[];
+  /** The secret the credential is signed with (the key's own for Parley's coturn, else the first TURN secret). */
+  turnSecret: string | undefined;
   turnTtlSeconds: number;
 }
 
 export function buildIceServers(opts: IceConfigOptions, tokenJti: string): IceServerEntry[] {
   const servers: IceServerEntry[] = [];
   if (opts.stunUrls.length) servers.push({ urls: opts.stunUrls });
-  const secret = opts.turnSecrets[0];
+  const secret = opts.turnSecret;
   if (opts.turnUrls.length && secret) {
     const { username, credential } = mintTurnCredential(secret, tokenJti, opts.turnTtlSeconds);
     servers.push({ urls: opts.turnUrls, username, credential });

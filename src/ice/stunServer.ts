@@ -4,6 +4,7 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { isIP } from 'node:net';
 import { hostInUrl } from '../system/addresses.js';
+import { bindFailure } from '../system/startupError.js';
 import { Message, classes, isComprehensionRequiredAttribute, methods, parseMessage } from 'werift-ice';
 
 export interface StunServerOptions {
@@ -51,8 +52,7 @@ export async function startStunServer(opts: StunServerOptions): Promise<StunServ
     });
   }).catch((err: NodeJS.ErrnoException) => {
     socket.close();
-    const hint = err.code === 'EADDRINUSE' ? ' (another STUN/TURN server such as coturn?); set STUN_PORT, or STUN_ENABLED=false' : '';
-    throw new Error(`embedded STUN server cannot bind ${opts.host}:${opts.port}: ${err.code ?? err.message}${hint}`);
+    throw bindFailure(err, 'the embedded STUN server', opts.host, opts.port, 'STUN_PORT (or set STUN_ENABLED=false)', ' (by another STUN/TURN server such as coturn?)');
   });
   // After binding, a send or receive error concerns one datagram; the server keeps running.
   socket.on('error', () => {});

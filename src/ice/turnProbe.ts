@@ -94,6 +94,34 @@ export type AllocateResult =
   | { ok: true; relayed: { address: string; port: number }; mapped: { address: string; port: number } }
   | { ok: false; code: number; reason: string };
 
+/** An allocation held on its connection: further requests are signed as the Allocate was. */
+export type Allocation = Extract<AllocateResult, { ok: true }> & { sign(message: Message): Message };
+
+/**
+ * Allocates a UDP relay on `conn` with a TURN REST credential and keeps it. Resolves with the relay
+ * (and a signer for further requests on it), or with the server's refusal (its error code).
+ */
+export async function allocate(conn: StunConnection, username: string, password: string, timeoutMs: number): Promise<Allocation | Extract<AllocateResult, { ok: false }>> {
+  const request = () => new Message(methods.ALLOCATE, classes.REQUEST).setAttribute('REQUESTED-TRANSPORT', 0x11000000) as Message;
+  const challenge = await conn.request(request().addFingerprint(), timeoutMs);
+  const [code, reason] = challenge.getAttributeValue('ERROR-CODE') ?? [];
+  if (challenge.messageClass !== classes.ERROR || code !== 401) {
+    return { ok: false, code: code ?? 0, reason: `expected a 401 challenge, got ${code ?? 'success'} ${reason ?? ''}`.trim() };
+  }
+  const realm: string = challenge.getAttributeValue('REALM');
+  const nonce: Buffer = challenge.getAttributeValue('NONCE');
+  const key = createHash('md5').update(`${username}:${realm}:${password}`).digest();
+  const sign = (m: Message) => m.setAttribute('USERNAME', username).setAttribute('REALM', realm).setAttribute('NONCE', nonce).addMessageIntegrity(key).addFingerprint();
+  const answer = await conn.request(sign(request()), timeoutMs);
+  if (answer.messageClass !== classes.RESPONSE) {
+    const [errCode, errReason] = answer.getAttributeValue('ERROR-CODE') ?? [0, 'no ERROR-CODE'];
+    return { ok: false, code: errCode, reason: errReason };
+  }
+  const [rAddr, rPort] = answer.getAttributeValue('XOR-RELAYED-ADDRESS');
+  const [mAddr, mPort] = answer.getAttributeValue('XOR-MAPPED-ADDRESS');
+  return { ok: true, relayed: { address: rAddr, port: rPort }, mapped: { address: mAddr, port: mPort }, sign };
+}
+
 /**
  * Allocates a UDP relay with a TURN REST credential and releases it. Resolves with the relay, or with
  * the server's refusal (its error code); rejects when the server does not answer in time.
@@ -101,27 +129,12 @@ export type AllocateResult =
 export async function allocateRelay(to: TurnAddress, username: string, password: string, opts: ProbeOptions = {}): Promise<AllocateResult> {
   const timeoutMs = opts.timeoutMs ?? 2000;
   const conn = await openStunConnection(to, opts);
-  const allocate = () => new Message(methods.ALLOCATE, classes.REQUEST).setAttribute('REQUESTED-TRANSPORT', 0x11000000) as Message;
   try {
-    const challenge = await conn.request(allocate().addFingerprint(), timeoutMs);
-    const [code, reason] = challenge.getAttributeValue('ERROR-CODE') ?? [];
-    if (challenge.messageClass !== classes.ERROR || code !== 401) {
-      return { ok: false, code: code ?? 0, reason: `expected a 401 challenge, got ${code ?? 'success'} ${reason ?? ''}`.trim() };
-    }
-    const realm: string = challenge.getAttributeValue('REALM');
-    const nonce: Buffer = challenge.getAttributeValue('NONCE');
-    const key = createHash('md5').update(`${username}:${realm}:${password}`).digest();
-    const signed = (m: Message) => m.setAttribute('USERNAME', username).setAttribute('REALM', realm).setAttribute('NONCE', nonce).addMessageIntegrity(key).addFingerprint();
-    const answer = await conn.request(signed(allocate()), timeoutMs);
-    if (answer.messageClass !== classes.RESPONSE) {
-      const [errCode, errReason] = answer.getAttributeValue('ERROR-CODE') ?? [0, 'no ERROR-CODE'];
-      return { ok: false, code: errCode, reason: errReason };
-    }
-    const [rAddr, rPort] = answer.getAttributeValue('XOR-RELAYED-ADDRESS');
-    const [mAddr, mPort] = answer.getAttributeValue('XOR-MAPPED-ADDRESS');
+    const result = await allocate(conn, username, password, timeoutMs);
+    if (!result.ok) return result;
     // Release the relay now rather than let it idle for its lifetime; a lost release only costs that.
-    await conn.request(signed(new Message(methods.REFRESH, classes.REQUEST).setAttribute('LIFETIME', 0) as Message), timeoutMs).catch(() => {});
-    return { ok: true, relayed: { address: rAddr, port: rPort }, mapped: { address: mAddr, port: mPort } };
+    await conn.request(result.sign(new Message(methods.REFRESH, classes.REQUEST).setAttribute('LIFETIME', 0) as Message), timeoutMs).catch(() => {});
+    return { ok: true, relayed: result.relayed, mapped: result.mapped };
   } finally {
     conn.close();
   }

@@ -48,6 +48,10 @@ type TurnSettings = Pick<
   | 'TURN_TLS_KEY'
   | 'TURN_ALLOW_LOOPBACK_PEERS'
   | 'TURN_ALLOWED_PEER_IPS'
+  | 'TURN_USER_QUOTA'
+  | 'TURN_TOTAL_QUOTA'
+  | 'TURN_MAX_BPS'
+  | 'TURN_TCP_RELAY'
 >;
 
 interface Server extends TurnServerHealth {

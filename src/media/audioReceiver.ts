@@ -1,15 +1,51 @@
-// The caller's voice in: SRTP-decrypted RTP from the stack → reordering buffer → Opus decode →
-// 20 ms PCM frames for the agent, with the reception statistics RTCP reports need. Packets may
-// carry any duration Opus allows (a client sending 10 ms packets is as audible as one sending 20).
-import { RtcpPacketConverter, RtcpReceiverInfo, RtcpSrPacket, isRtcp } from 'werift-rtp';
-import { FRAME_SAMPLES } from './audio/format.js';
+// The caller's voice in: RTP (SRTP-decrypted by the stack, or plain) → reordering buffer → decode
+// (Opus, or G.711 for phone calls) →
+// 20 ms PCM frames for the agent, with the reception statistics RTCP reports and the call's
+// quality figures need. Packets may carry any duration Opus allows (a client sending 10 ms packets
+// is as audible as one sending 20).
+import { RtcpReceiverInfo } from 'werift-rtp';
+import { SampleSet } from '../system/sampleSet.js';
+import { FRAME_SAMPLES, SAMPLE_RATE } from './audio/format.js';
 import { Reframer } from './audio/reframer.js';
 import { JitterBuffer } from './jitterBuffer.js';
 import { OpusFrameDecoder } from './opusCodec.js';
+import { ntpMiddle } from './rtcp.js';
 import { readRtp } from './rtp.js';
 
+/** How often the jitter is sampled for its percentiles (while packets arrive). */
+const JITTER_SAMPLE_MS = 1000;
+
+export interface ReceptionStats {
+  /** Packets received (duplicates included, as RFC 3550 counts them). */
+  received: number;
+  /** Packets the sequence numbers say were sent: first to highest. */
+  expected: number;
+  /** Packets sent and never received (RFC 3550's cumulative loss, never below zero). */
+  lost: number;
+  /** The interarrival jitter now (RFC 3550), in ms. */
+  jitterMs: number;
+  /** The 95th percentile of the jitter sampled each second; undefined before the first second. */
+  jitterP95Ms: number | undefined;
+  /** Payload bytes of the packets decoded. */
+  payloadBytes: number;
+  /** Seconds of audio those packets carried. */
+  audioSeconds: number;
+}
+
+/** A codec turning one RTP payload into 48 kHz PCM (null: not a valid payload), and its RTP clock rate. */
+export interface FrameDecoder {
+  readonly clockRate: number;
+  decode(payload: Uint8Array): Int16Array | null;
+}
+
+function opusFrameDecoder(): FrameDecoder {
+  const opus = new OpusFrameDecoder();
+  return { clockRate: SAMPLE_RATE, decode: (payload) => opus.decode(payload) };
+}
+
 export class AudioReceiver {
-  private readonly decoder = new OpusFrameDecoder();
+  /** RTP timestamp units a millisecond. */
+  private readonly unitsPerMs: number;
   private readonly buffer = new JitterBuffer<Buffer>(3);
   private readonly frames: Reframer;
   /** Samples in the last decoded packet: a lost packet is replaced by that much silence. */
@@ -20,20 +56,24 @@ export class AudioReceiver {
   private jitter = 0;
   private lastTransit: number | undefined;
   private lastSr: { middle: number; at: number } | undefined;
+  private readonly jitterSamples = new SampleSet();
+  private jitterSampledAt: number | undefined;
+  private payloadBytes = 0;
+  private decodedSamples = 0;
   private lastReportExpected = 0;
   private lastReportReceived = 0;
-  /** performance.now() of the last RTP packet, for idle detection. */
-  lastPacketAt = 0;
 
   constructor(
     private readonly payloadType: number,
     onFrame: (frame: Int16Array) => void,
+    private readonly decoder: FrameDecoder = opusFrameDecoder(),
   ) {
+    this.unitsPerMs = decoder.clockRate / 1000;
     this.frames = new Reframer(FRAME_SAMPLES, onFrame);
   }
 
+  /** An RTP packet of the caller's stream. */
   handle(packet: Buffer): void {
-    if (isRtcp(packet)) return this.handleRtcp(packet);
     const header = readRtp(packet);
     if (!header || header.payloadType !== this.payloadType) return;
     if (this.remoteSsrc !== header.ssrc) {
@@ -44,12 +84,16 @@ export class AudioReceiver {
       this.lastTransit = undefined;
     }
     const now = performance.now();
-    this.lastPacketAt = now;
     this.received++;
-    // RFC 3550 interarrival jitter, in timestamp units (48 kHz).
-    const transit = now * 48 - header.timestamp;
+    // RFC 3550 interarrival jitter, in timestamp units.
+    const transit = now * this.unitsPerMs - header.timestamp;
     if (this.lastTransit !== undefined) this.jitter += (Math.abs(transit - this.lastTransit) - this.jitter) / 16;
     this.lastTransit = transit;
+    this.jitterSampledAt ??= now;
+    if (now - this.jitterSampledAt >= JITTER_SAMPLE_MS) {
+      this.jitterSamples.add(this.jitter / this.unitsPerMs);
+      this.jitterSampledAt = now;
+    }
 
     for (const out of this.buffer.push(header.sequenceNumber, header.payload)) {
       this.firstSeq ??= out.seq;
@@ -60,31 +104,39 @@ export class AudioReceiver {
       const pcm = this.decoder.decode(out.value);
       if (!pcm) continue;
       this.packetSamples = pcm.length;
+      this.payloadBytes += out.value.length;
+      this.decodedSamples += pcm.length;
       this.frames.push(pcm);
     }
   }
 
-  private handleRtcp(packet: Buffer): void {
-    try {
-      for (const p of RtcpPacketConverter.deSerialize(packet)) {
-        if (p instanceof RtcpSrPacket) {
-          this.lastSr = { middle: Number((p.senderInfo.ntpTimestamp >> 16n) & 0xffffffffn), at: performance.now() };
-        }
-      }
-    } catch {
-      // malformed RTCP is ignored
-    }
+  /** The caller sent a sender report with this NTP time (our reports echo it, for its round trips). */
+  senderReport(ntp: bigint): void {
+    this.lastSr = { middle: ntpMiddle(ntp), at: performance.now() };
   }
 
-  get stats(): { received: number; lost: number; jitterMs: number } {
-    return { received: this.received, lost: this.buffer.lost, jitterMs: this.jitter / 48 };
+  get stats(): ReceptionStats {
+    const expected = this.expected;
+    return {
+      received: this.received,
+      expected,
+      lost: Math.max(0, expected - this.received),
+      jitterMs: this.jitter / this.unitsPerMs,
+      jitterP95Ms: this.jitterSamples.percentile(95),
+      payloadBytes: this.payloadBytes,
+      audioSeconds: this.decodedSamples / SAMPLE_RATE,
+    };
+  }
+
+  private get expected(): number {
+    return this.firstSeq === undefined ? 0 : this.buffer.highestSeq - this.firstSeq + 1;
   }
 
   /** A reception report block about the caller's stream, or undefined before any packet. */
   reportBlock(): RtcpReceiverInfo | undefined {
     if (this.remoteSsrc === undefined || this.firstSeq === undefined) return undefined;
     const highest = this.buffer.highestSeq;
-    const expected = highest - this.firstSeq + 1;
+    const expected = this.expected;
     const lost = Math.max(0, expected - this.received);
     const expectedInterval = expected - this.lastReportExpected;
     const receivedInterval = this.received - this.lastReportReceived;

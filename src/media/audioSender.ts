@@ -1,8 +1,9 @@
-// The agent's voice out: PCM queued by the agent, sent as one Opus RTP packet per 20 ms tick with
-// monotonic timestamps that follow the wall clock (silences included) and the marker bit on the
+// The agent's voice out: PCM queued by the agent, sent as one RTP packet (Opus, or G.711 for phone
+// calls) per 20 ms tick with
+// with monotonic timestamps that follow the wall clock (silences included) and the marker bit on the
 // first packet of each talk spurt.
 import { randomInt } from 'node:crypto';
-import { FRAME_SAMPLES, type AudioOut } from './audio/format.js';
+import { FRAME_SAMPLES, SAMPLE_RATE, type AudioOut } from './audio/format.js';
 import { Reframer } from './audio/reframer.js';
 import { mediaClock, type MediaClock } from './mediaClock.js';
 import { OpusFrameEncoder, type OpusEncoderOptions } from './opusCodec.js';
@@ -10,15 +11,30 @@ import { writeRtp } from './rtp.js';
 
 const MAX_QUEUED_FRAMES = (120 * 1000) / 20;
 
+/** A codec turning one 20 ms frame at 48 kHz into an RTP payload, and its RTP clock rate. */
+export interface FrameEncoder {
+  readonly clockRate: number;
+  encode(frame: Int16Array): Uint8Array;
+}
+
 export interface AudioSenderOptions {
   encoder?: OpusEncoderOptions;
+  /** Another codec than Opus (G.711 for phone calls); `encoder` is then unused. */
+  codec?: FrameEncoder;
   clock?: MediaClock;
   /** A tick that failed (encoding, sending): the call's owner decides what follows. */
   onError?: (err: Error) => void;
+  /** Each frame as it leaves (a recording listens). */
+  onFrame?: (frame: Int16Array) => void;
+}
+
+function opusFrameEncoder(options: OpusEncoderOptions | undefined): FrameEncoder {
+  const opus = new OpusFrameEncoder(options);
+  return { clockRate: SAMPLE_RATE, encode: (frame) => opus.encode(frame) };
 }
 
 export class AudioSender implements AudioOut {
-  private readonly encoder: OpusFrameEncoder;
+  private readonly encoder: FrameEncoder;
   private readonly clock: MediaClock;
   private readonly queue: Int16Array[] = [];
   private readonly frames = new Reframer(FRAME_SAMPLES, (frame) => {
@@ -29,6 +45,8 @@ export class AudioSender implements AudioOut {
   private seq = randomInt(0, 0x10000);
   private readonly tsBase = randomInt(0, 0x7fffffff);
   private ticks = 0;
+  /** RTP timestamp units per 20 ms frame. */
+  private readonly timestampStep: number;
   private talking = false;
   private readonly drainedCallbacks = new Set<() => void>();
   private unsubscribe: (() => void) | undefined;
@@ -41,7 +59,8 @@ export class AudioSender implements AudioOut {
     private readonly payloadType: number,
     private readonly options: AudioSenderOptions = {},
   ) {
-    this.encoder = new OpusFrameEncoder(options.encoder);
+    this.encoder = options.codec ?? opusFrameEncoder(options.encoder);
+    this.timestampStep = (FRAME_SAMPLES * this.encoder.clockRate) / SAMPLE_RATE;
     this.clock = options.clock ?? mediaClock;
   }
 
@@ -57,7 +76,7 @@ export class AudioSender implements AudioOut {
 
   /** RTP timestamp of "now", for sender reports. */
   get rtpTimestamp(): number {
-    return (this.tsBase + this.ticks * FRAME_SAMPLES) >>> 0;
+    return (this.tsBase + this.ticks * this.timestampStep) >>> 0;
   }
 
   get queuedMs(): number {
@@ -102,6 +121,7 @@ export class AudioSender implements AudioOut {
     );
     this.seq = (this.seq + 1) & 0xffff;
     this.talking = true;
+    this.options.onFrame?.(frame);
     if (this.send(packet)) {
       this.packets++;
       this.octets += payload.length;

@@ -1,6 +1,6 @@
 // Prometheus metrics for operators (GET /metrics): calls, their outcomes, answer latency, tokens,
-// TURN, call sessions still in memory, ICE candidates refused, and where the voice agent's time
-// goes, stage by stage.
+// TURN, call sessions still in memory, ICE candidates refused, where the voice agent's time goes,
+// stage by stage, and each call's quality and usage at its end.
 import cluster from 'node:cluster';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { clusterMetricsReader } from './clusterMetrics.js';
@@ -12,10 +12,16 @@ const STAGE_BUCKETS = [0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.45, 0.6, 0.8, 1, 1.5,
 export class Metrics {
   readonly registry = new Registry();
   readonly activeCalls = new Gauge({ name: 'parley_active_calls', help: 'Calls this node carries now', registers: [this.registry] });
+  readonly eventLoopLag = new Gauge({
+    name: 'parley_event_loop_lag_seconds',
+    help: 'The longest the event loop ran late in the last second (every call and request shares it)',
+    registers: [this.registry],
+  });
+  readonly halfOpenCalls = new Gauge({ name: 'parley_half_open_calls', help: 'Calls not yet connected (ICE + DTLS) this node holds now', registers: [this.registry] });
   readonly callsEnded = new Counter({
     name: 'parley_calls_ended_total',
-    help: 'Calls ended, by final state and reason',
-    labelNames: ['state', 'reason'] as const,
+    help: 'Calls ended, by final state, reason and transport (webrtc, websocket, sip)',
+    labelNames: ['state', 'reason', 'transport'] as const,
     registers: [this.registry],
   });
   readonly answerSeconds = new Histogram({
@@ -24,10 +30,16 @@ export class Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   });
+  readonly webhookAttempts = new Counter({
+    name: 'parley_webhook_attempts_total',
+    help: 'Webhook delivery attempts by outcome: delivered, retry, failed (given up), disabled (410 Gone or endpoint removed)',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
   readonly tokensIssued = new Counter({ name: 'parley_tokens_issued_total', help: 'Ephemeral tokens minted', registers: [this.registry] });
   readonly rateLimited = new Counter({
     name: 'parley_rate_limited_total',
-    help: 'Requests refused (429) by a rate limit, by limit (cs-ip, cs-key, calls-token, demo-ip)',
+    help: 'Requests refused (429) by a rate limit, by limit (cs-ip, cs-key, calls-token, demo-ip; concurrent calls: calls-key, calls-key-half-open, calls-token-concurrent)',
     labelNames: ['limit'] as const,
     registers: [this.registry],
   });
@@ -39,7 +51,7 @@ export class Metrics {
   readonly voiceToVoiceSeconds = this.stageHistogram('parley_voice_to_voice_seconds', "From the caller's last speech to the reply's first audio queued for the caller");
   readonly stageFailures = new Counter({
     name: 'parley_stage_failures_total',
-    help: "Voice-agent stage failures, by stage (vad, stt, llm, tts), each also an error event to the call's client",
+    help: "Call stage failures, by stage (vad, stt, llm, tts, media), each also an error event to the call's client",
     labelNames: ['stage'] as const,
     registers: [this.registry],
   });
@@ -67,6 +79,48 @@ export class Metrics {
     name: 'parley_calls_forwarded_total',
     help: 'Calls requests this node, at its limit, passed to another node, by the status that node answered',
     labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+
+  /** One observation per call at its end, by transport (calls/callFigures.ts says what each figure is). */
+  readonly callPacketLoss = new Histogram({
+    name: 'parley_call_packet_loss_ratio',
+    help: "Each call's share of the caller's packets lost on the way (0–1), by transport (webrtc only: a WebSocket loses none)",
+    labelNames: ['transport'] as const,
+    buckets: [0, 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5],
+    registers: [this.registry],
+  });
+  readonly callJitterSeconds = new Histogram({
+    name: 'parley_call_jitter_seconds',
+    help: "Each call's 95th percentile of the caller's interarrival jitter (RFC 3550), by transport",
+    labelNames: ['transport'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2],
+    registers: [this.registry],
+  });
+  readonly callRttSeconds = new Histogram({
+    name: 'parley_call_rtt_seconds',
+    help: "Each call's 95th percentile of the round-trip time measured from the caller's RTCP reports, by transport",
+    labelNames: ['transport'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1],
+    registers: [this.registry],
+  });
+  readonly callTimeToConnectedSeconds = new Histogram({
+    name: 'parley_call_time_to_connected_seconds',
+    help: "Each call's time from its request admitted to its transport connected (ICE and DTLS up; a socket accepted), by transport",
+    labelNames: ['transport'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10],
+    registers: [this.registry],
+  });
+  readonly callAudioSeconds = new Counter({
+    name: 'parley_call_audio_seconds_total',
+    help: "Seconds of audio in ended calls, by direction (caller: received from the caller; agent: the agent's speech sent) and transport",
+    labelNames: ['direction', 'transport'] as const,
+    registers: [this.registry],
+  });
+  readonly callModelTokens = new Counter({
+    name: 'parley_call_model_tokens_total',
+    help: "Model tokens of ended calls' replies, by kind (input, output)",
+    labelNames: ['kind'] as const,
     registers: [this.registry],
   });
 

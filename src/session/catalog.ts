@@ -7,8 +7,9 @@ export interface VoiceInfo {
   gender: Gender;
 }
 
-// Every voice the existing clients send (client-compatibility.md): the newer source's 50, whose first is
-// Parley's default, then the published release's English names (its default is alloy) and OpenAI's others.
+// Every voice the existing clients send (client-compatibility.md): the newer source's 50 (its first,
+// Sofía, is its default), then the published release's English names (its default is alloy) and
+// OpenAI's others. A client that names its default gets it, as every client does.
 const VOICE_TABLE = `Sofía es f, Victoria en f, Ethan en m, Juan es m, Chloe en f, Marta es f, Harold en m, Alex en m,
 Julien fr m, Emilio es m, Bruno pt m, Mariana pt f, Carolina pt f, Hannah en f, Valerie en f, Camille fr f, Clara es f,
 Max en m, Chloé fr f, Álvaro es m, Giada it f, Lucía es f, Joana pt f, Aurélie fr f, Ignacio es m, Antoine fr m,
@@ -23,7 +24,8 @@ export const VOICES: readonly VoiceInfo[] = VOICE_TABLE.split(',').map((entry) =
   return { name: name!, lang: lang as VoiceInfo['lang'], gender: g === 'f' ? 'feminine' : 'masculine' };
 });
 
-export const DEFAULT_VOICE = VOICES[0]!.name;
+/** Parley's default when a call names no voice: English, like the offline agent, spoken by flite. */
+export const DEFAULT_VOICE = 'Victoria';
 
 export interface ModelInfo {
   id: string;

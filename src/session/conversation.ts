@@ -1,7 +1,7 @@
 // The conversation of a call as an ordered list of items with ids — the caller's turns, the agent's
 // replies, function calls and their outputs — shared by the agent that answers and the protocol
 // that reports it. It outlives any one agent (a model switch keeps it) and can be resumed.
-import { randomId } from '../auth/ids.js';
+import { randomId } from '../system/ids.js';
 
 export type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
 
@@ -80,6 +80,12 @@ export class Conversation {
     this.list.splice(index, 0, item);
     if (this.list.length > MAX_ITEMS) this.forget(this.list[0]!.id);
     return { ok: true, previousItemId: index > 0 ? this.list[index - 1]!.id : null };
+  }
+
+  /** The id of the item before item `id` (null when it is first or not there). */
+  previousOf(id: string): string | null {
+    const at = this.list.findIndex((i) => i.id === id);
+    return at > 0 ? this.list[at - 1]!.id : null;
   }
 
   delete(id: string): boolean {

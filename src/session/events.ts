@@ -24,6 +24,9 @@ export type StageTimings = Partial<
 
 export type ErrorKind = 'invalid_request_error' | 'server_error';
 
+/** Where in the call something failed on the server. */
+export type FailedStage = 'vad' | 'stt' | 'llm' | 'tts' | 'media';
+
 export type CallEvent =
   // The caller's audio turn.
   | { type: 'input.speech_started'; itemId: string; audioStartMs: number }
@@ -31,6 +34,8 @@ export type CallEvent =
   | { type: 'input.committed'; itemId: string; previousItemId: string | null }
   | { type: 'input.cleared' }
   | { type: 'input.timeout_triggered'; audioStartMs: number; audioEndMs: number }
+  /** A key the caller pressed (RFC 4733 telephone-event on a phone call): 0-9, *, #, A-D. */
+  | { type: 'input.dtmf'; digit: string }
   | { type: 'transcription.delta'; itemId: string; delta: string }
   | { type: 'transcription.completed'; itemId: string; transcript: string }
   | { type: 'transcription.failed'; itemId: string; message: string }
@@ -58,5 +63,11 @@ export type CallEvent =
   | { type: 'output_audio.started'; responseId: string | null }
   | { type: 'output_audio.stopped'; responseId: string | null }
   | { type: 'output_audio.cleared'; responseId: string | null }
+  // The agent's audio inside an event (base64 in the session's encoding), on a wire with no media track.
+  | { type: 'output_audio.delta'; audio: string }
+  // A stage of the call failed on the server, told once: the client's error event, the logs and the
+  // metrics all listen to this. `recoverable`: the call goes on (a turn or a reply is lost), or not.
+  // `message` is the client's; `cause` stays on the server (logs).
+  | { type: 'stage.failed'; stage: FailedStage; code: string; message: string; recoverable: boolean; cause?: Error }
   // Something failed or was refused. `eventId`: the client event that caused it.
   | { type: 'error'; kind: ErrorKind; code: string; message: string; param?: string | null; eventId?: string; detail?: unknown };

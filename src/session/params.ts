@@ -23,6 +23,6 @@ export const CallParams = Type.Object(
     history: Type.Optional(Type.Boolean()),
     conversation_id: Type.Optional(Type.String({ maxLength: 64, description: 'Extension: resume this conversation (needs history).' })),
   },
-  { description: 'Session parameters; unknown fields are ignored.' },
+  { title: 'CallParams', description: 'Session parameters; unknown fields are ignored.' },
 );
 export type CallParamsInput = Static<typeof CallParams>;

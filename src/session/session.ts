@@ -41,7 +41,13 @@ export interface Session {
   toolChoice: ToolChoice;
   /** Upper bound on a reply's tokens (null: no bound). */
   maxOutputTokens: number | null;
+  /** How audio carried inside events (a WebSocket session's) is encoded each way; absent: pcm16. WebRTC carries Opus whatever these say. */
+  inputAudio?: AudioEncoding;
+  outputAudio?: AudioEncoding;
 }
+
+/** Audio inside events: 16-bit little-endian PCM at 24 kHz, or G.711 μ-law / A-law at 8 kHz (OpenAI's audio/pcm, pcmu, pcma). */
+export type AudioEncoding = 'pcm16' | 'pcmu' | 'pcma';
 
 /** Defaults that come from the operator's configuration. */
 export interface SessionDefaults {

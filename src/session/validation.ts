@@ -9,7 +9,7 @@ export const ValidationDetail = Type.Object({
   msg: Type.String(),
   input: Type.Unknown(),
   ctx: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-});
+}, { title: 'ValidationDetail', description: 'One problem, as pydantic v2 reports it' });
 export type ValidationDetailBody = Static<typeof ValidationDetail>;
 
 const LOC_ROOT: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };

@@ -1,6 +1,6 @@
 // Every call leaves a conversation record: who opened it, with what params, on which node, how it
 // went and ended; with history on, its turns too (shared by the calls that resume it).
-import type { Db } from './db.js';
+import type { ConversationsTable, Db } from './db.js';
 import { StoreUnavailable } from './unavailable.js';
 
 export type ConversationState = 'connecting' | 'active' | 'ended' | 'failed';
@@ -18,7 +18,26 @@ export interface ConversationRecord {
   endedAt: string | null;
   /** The node that carries (or carried) the call. */
   nodeId: string | null;
+  recording: RecordingState | null;
+  /** Its usage and quality at its end (calls/callFigures.ts); null before, or when none were recorded. */
+  usage: Record<string, unknown> | null;
+  quality: Record<string, unknown> | null;
 }
+
+/** What a call measured of itself, recorded with its end. */
+export interface RecordedFigures {
+  usage: object;
+  quality: object | null;
+}
+
+/** Where a page of conversations ends: its last one's creation time and id. */
+export interface ConversationCursor {
+  createdAt: string;
+  id: string;
+}
+
+/** A call's recording: being written, finished, or stopped early (what was written stays). */
+export type RecordingState = 'recording' | 'complete' | 'failed';
 
 export interface StoredTurn {
   role: 'user' | 'assistant';
@@ -34,6 +53,7 @@ interface UnwrittenEnd {
   state: 'ended' | 'failed';
   reason: string;
   endedAt: string;
+  figures?: RecordedFigures;
 }
 
 export class ConversationStore {
@@ -42,7 +62,7 @@ export class ConversationStore {
 
   constructor(private readonly db: Db) {}
 
-  async create(rec: { id: string; apiKeyId: string; threadId: string; endUser: string | null; params: object; nodeId: string }): Promise<void> {
+  async create(rec: { id: string; apiKeyId: string; threadId: string; endUser: string | null; params: object; nodeId: string; recorded?: boolean }): Promise<void> {
     await this.db
       .insertInto('conversations')
       .values({
@@ -57,8 +77,15 @@ export class ConversationStore {
         connected_at: null,
         ended_at: null,
         node_id: rec.nodeId,
+        usage: null,
+        quality: null,
+        recording: rec.recorded ? 'recording' : null,
       })
       .execute();
+  }
+
+  async setRecording(id: string, state: RecordingState): Promise<void> {
+    await this.db.updateTable('conversations').set({ recording: state }).where('id', '=', id).execute();
   }
 
   async markActive(id: string): Promise<void> {
@@ -78,8 +105,8 @@ export class ConversationStore {
    * Records the end once: later calls for the same conversation change nothing. While the database
    * is unavailable the end is kept (with its time) and written by `writeUnwrittenEnds`.
    */
-  async finish(id: string, state: 'ended' | 'failed', reason: string): Promise<void> {
-    const end = { state, reason, endedAt: new Date().toISOString() };
+  async finish(id: string, state: 'ended' | 'failed', reason: string, figures?: RecordedFigures): Promise<void> {
+    const end: UnwrittenEnd = { state, reason, endedAt: new Date().toISOString(), ...(figures ? { figures } : {}) };
     try {
       await this.writeEnd(id, end);
     } catch (err) {
@@ -106,7 +133,12 @@ export class ConversationStore {
   private async writeEnd(id: string, end: UnwrittenEnd): Promise<void> {
     await this.db
       .updateTable('conversations')
-      .set({ state: end.state, end_reason: end.reason, ended_at: end.endedAt })
+      .set({
+        state: end.state,
+        end_reason: end.reason,
+        ended_at: end.endedAt,
+        ...(end.figures ? { usage: JSON.stringify(end.figures.usage), quality: end.figures.quality && JSON.stringify(end.figures.quality) } : {}),
+      })
       .where('id', '=', id)
       .where('state', 'in', UNFINISHED)
       .execute();
@@ -137,20 +169,20 @@ export class ConversationStore {
 
   async get(id: string): Promise<ConversationRecord | null> {
     const row = await this.db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirst();
-    if (!row) return null;
-    return {
-      id: row.id,
-      apiKeyId: row.api_key_id,
-      threadId: row.thread_id,
-      endUser: row.end_user,
-      params: JSON.parse(row.params) as Record<string, unknown>,
-      state: row.state as ConversationState,
-      endReason: row.end_reason,
-      createdAt: row.created_at,
-      connectedAt: row.connected_at,
-      endedAt: row.ended_at,
-      nodeId: row.node_id,
-    };
+    return row ? toRecord(row) : null;
+  }
+
+  /**
+   * Conversations of every key, newest first, `limit` at a time; with `after` (the last one of the
+   * page before), the page that follows it, so pages stay put while new calls come in.
+   */
+  async list(limit: number, after?: ConversationCursor): Promise<ConversationRecord[]> {
+    let query = this.db.selectFrom('conversations').selectAll();
+    if (after) {
+      query = query.where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]));
+    }
+    const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+    return rows.map(toRecord);
   }
 
   async turns(threadId: string): Promise<StoredTurn[]> {
@@ -164,4 +196,23 @@ export class ConversationStore {
       .values({ thread_id: threadId, seq, role, text, created_at: new Date().toISOString() })
       .execute();
   }
+}
+
+function toRecord(row: ConversationsTable): ConversationRecord {
+  return {
+    id: row.id,
+    apiKeyId: row.api_key_id,
+    threadId: row.thread_id,
+    endUser: row.end_user,
+    params: JSON.parse(row.params) as Record<string, unknown>,
+    state: row.state as ConversationState,
+    endReason: row.end_reason,
+    createdAt: row.created_at,
+    connectedAt: row.connected_at,
+    endedAt: row.ended_at,
+    nodeId: row.node_id,
+    usage: row.usage === null ? null : (JSON.parse(row.usage) as Record<string, unknown>),
+    quality: row.quality === null ? null : (JSON.parse(row.quality) as Record<string, unknown>),
+    recording: (row.recording as RecordingState | null) ?? null,
+  };
 }

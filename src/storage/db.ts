@@ -1,7 +1,7 @@
 // One query layer (Kysely) over the embedded SQLite file or PostgreSQL, chosen by DATABASE_URL.
 // Every query goes through a guard that turns "the database cannot answer now" into StoreUnavailable
 // and keeps track of whether the database answers, for /readyz and the node sweeper.
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   Kysely,
@@ -24,6 +24,8 @@ export interface ApiKeysTable {
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
+  /** Whether its calls are recorded: 'on', 'off', or null for the server's RECORDING. */
+  recording: string | null;
 }
 
 export interface SigningKeysTable {
@@ -47,6 +49,12 @@ export interface ConversationsTable {
   ended_at: string | null;
   /** The node that carries (or carried) the call; null on records older than the nodes registry. */
   node_id: string | null;
+  /** The call's usage at its end (JSON); null until it ended, or when its node was lost with it. */
+  usage: string | null;
+  /** The call's quality at its end (JSON); null as usage, or when it never connected. */
+  quality: string | null;
+  /** The call's recording: null (none), 'recording' (being written), 'complete' or 'failed' (stopped early; what was written stays). */
+  recording: string | null;
 }
 
 /** One row per Parley node (process identity, kept across restarts): its liveness and facts. */
@@ -88,6 +96,45 @@ export interface ClientSecretSessionsTable {
   expires_at: number;
 }
 
+/** Where webhooks go: one row per API key's endpoint, and `global` for WEBHOOK_URL. */
+export interface WebhookEndpointsTable {
+  id: string;
+  /** null for the global endpoint (every key's calls). */
+  api_key_id: string | null;
+  url: string;
+  /** The whsec_ secret, encrypted at rest with a key derived from the pepper; '' for the global one (WEBHOOK_SECRET). */
+  secret_enc: string;
+  /** Comma-separated event types it receives. */
+  events: string;
+  created_at: string;
+  /** Set when a receiver answered 410 Gone: nothing more is sent to it. */
+  disabled_at: string | null;
+}
+
+/** One event for one endpoint, and its delivery so far (the outbox the dispatcher works from). */
+export interface WebhookDeliveriesTable {
+  id: string;
+  /** The event's id (evt_…), the webhook-id header on every attempt. */
+  event_id: string;
+  event_type: string;
+  api_key_id: string;
+  endpoint_id: string;
+  url: string;
+  /** The JSON body, signed at each attempt. */
+  payload: string;
+  /** pending, delivered, failed (retries exhausted) or disabled (its endpoint answered 410 or was removed). */
+  status: string;
+  attempts: number;
+  /** Unix ms. */
+  next_attempt_at: number;
+  /** Unix ms until which a node's claim on it holds (a crashed node's claim lapses). */
+  lease_until: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
   api_keys: ApiKeysTable;
   signing_keys: SigningKeysTable;
@@ -95,6 +142,8 @@ export interface Database {
   conversation_items: ConversationItemsTable;
   client_secret_sessions: ClientSecretSessionsTable;
   nodes: NodesTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }
 
 export type Db = Kysely<Database>;
@@ -150,10 +199,18 @@ async function dialectFor(url: string, log?: DatabaseLog): Promise<Dialect> {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
     const { default: SQLite } = await import('better-sqlite3');
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    const onDisk = path !== ':memory:';
+    if (onDisk) {
+      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+      // Transcripts, end users' emails and key hashes: readable by this user only, from the start.
+      closeSync(openSync(path, 'a', 0o600));
+      chmodSync(path, 0o600);
+    }
     const sqlite = new SQLite(path);
     // WAL lets the CLI write (keys create/revoke) while a server reads.
     sqlite.pragma('journal_mode = WAL');
+    // SQLite makes its -wal and -shm files with the database file's mode (0600 above); older ones are mended.
+    for (const extra of onDisk ? [`${path}-wal`, `${path}-shm`] : []) if (existsSync(extra)) chmodSync(extra, 0o600);
     // better-sqlite3 waits on the main thread: long enough for a CLI write, short enough not to
     // stall every call's audio behind a lock someone else holds.
     sqlite.pragma('busy_timeout = 1000');

@@ -88,6 +88,63 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('nodes').addColumn('media_address', 'varchar(64)').execute();
     },
   },
+  // Webhooks: the endpoints (per API key, and the global one) and the outbox of deliveries.
+  '0005_webhooks': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('webhook_endpoints')
+        .addColumn('id', 'varchar(48)', (c) => c.primaryKey())
+        .addColumn('api_key_id', 'varchar(40)')
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('secret_enc', 'text', (c) => c.notNull())
+        .addColumn('events', 'varchar(200)', (c) => c.notNull())
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('disabled_at', 'varchar(32)')
+        .execute();
+      await db.schema.createIndex('webhook_endpoints_api_key_id').on('webhook_endpoints').column('api_key_id').execute();
+      await db.schema
+        .createTable('webhook_deliveries')
+        .addColumn('id', 'varchar(48)', (c) => c.primaryKey())
+        .addColumn('event_id', 'varchar(48)', (c) => c.notNull())
+        .addColumn('event_type', 'varchar(32)', (c) => c.notNull())
+        .addColumn('api_key_id', 'varchar(40)', (c) => c.notNull())
+        .addColumn('endpoint_id', 'varchar(48)', (c) => c.notNull())
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('payload', 'text', (c) => c.notNull())
+        .addColumn('status', 'varchar(16)', (c) => c.notNull())
+        .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
+        .addColumn('lease_until', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('last_status_code', 'integer')
+        .addColumn('last_error', 'text')
+        .addColumn('created_at', 'varchar(32)', (c) => c.notNull())
+        .addColumn('updated_at', 'varchar(32)', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('webhook_deliveries_due').on('webhook_deliveries').columns(['status', 'next_attempt_at']).execute();
+      await db.schema.createIndex('webhook_deliveries_endpoint').on('webhook_deliveries').columns(['endpoint_id', 'status']).execute();
+    },
+  },
+  // A call's figures at its end (usage and quality, JSON), as the node that carried it measured them.
+  '0006_call_figures': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('conversations').addColumn('usage', 'text').execute();
+      await db.schema.alterTable('conversations').addColumn('quality', 'text').execute();
+    },
+  },
+  // Call recordings: whether each key's calls are recorded (null: the server's RECORDING), and
+  // whether each conversation has one.
+  '0007_recordings': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('api_keys').addColumn('recording', 'varchar(8)').execute();
+      await db.schema.alterTable('conversations').addColumn('recording', 'varchar(16)').execute();
+    },
+  },
+  // The console lists every key's conversations newest first, a page at a time.
+  '0008_conversations_created_at': {
+    async up(db: Kysely<any>) {
+      await db.schema.createIndex('conversations_created_at').on('conversations').columns(['created_at', 'id']).execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

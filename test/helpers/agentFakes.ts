@@ -95,7 +95,7 @@ export function fakeContext(session: Partial<Session> = {}) {
     audio,
     conversation,
     emit: (e) => events.push(e),
-    recordTurn: (t) => turns.push(t),
+    turnCompleted: (t) => turns.push(t),
   };
   return { ctx, events, turns, audio, conversation, session: current, types: () => events.map((e) => e.type) };
 }

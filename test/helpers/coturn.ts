@@ -6,7 +6,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Message, classes, methods } from 'werift-ice';
-import { allocateRelay as allocateRelayAt, openStunConnection, type AllocateResult } from '../../src/ice/turnProbe.ts';
+import { allocate, allocateRelay as allocateRelayAt, openStunConnection, type AllocateResult } from '../../src/ice/turnProbe.ts';
 import { freePort as freePortOn } from '../../src/ice/ports.ts';
 import type { TurnAddress } from '../../src/ice/turnUrl.ts';
 
@@ -126,4 +126,30 @@ export function allocateRelay(
 ): Promise<AllocateResult> {
   // Test servers use self-signed certificates.
   return allocateRelayAt({ host: '127.0.0.1', port: to.port, transport: to.transport ?? 'udp' }, username, password, { timeoutMs: 3000, verifyTls: false });
+}
+
+export interface HeldRelay {
+  result: AllocateResult;
+  /** Asks coturn for permission to relay to `peer` (CreatePermission): 0 when granted, else its error code. */
+  permit(peer: string): Promise<number>;
+  release(): Promise<void>;
+}
+
+/** A relay from coturn on 127.0.0.1:port (UDP), held until release(). */
+export async function holdRelay(port: number, username: string, password: string): Promise<HeldRelay> {
+  const conn = await openStunConnection({ host: '127.0.0.1', port, transport: 'udp' }, { timeoutMs: 3000 });
+  const result = await allocate(conn, username, password, 3000);
+  const signed = (m: Message) => (result.ok ? result.sign(m) : m);
+  return {
+    result: result.ok ? { ok: true, relayed: result.relayed, mapped: result.mapped } : result,
+    async permit(peer) {
+      const request = new Message(methods.CREATE_PERMISSION, classes.REQUEST).setAttribute('XOR-PEER-ADDRESS', [peer, 9]) as Message;
+      const answer = await conn.request(signed(request), 3000);
+      return answer.messageClass === classes.RESPONSE ? 0 : ((answer.getAttributeValue('ERROR-CODE') ?? [-1])[0] as number);
+    },
+    async release() {
+      if (result.ok) await conn.request(signed(new Message(methods.REFRESH, classes.REQUEST).setAttribute('LIFETIME', 0) as Message), 3000).catch(() => {});
+      conn.close();
+    },
+  };
 }

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import OpenAI from 'openai';
+import { Agent } from 'undici';
 
 let bundled: Promise<string> | undefined;
 
@@ -24,9 +25,11 @@ export interface OpenAiApp {
 }
 
 /** Serves the page (GET /), its script (GET /app.js) and POST /session, the backend route that mints a client secret. */
-export async function startOpenAiApp(parley: { baseUrl: string; devKey: string }): Promise<OpenAiApp> {
+export async function startOpenAiApp(parley: { baseUrl: string; devKey: string }, ca?: string): Promise<OpenAiApp> {
   const js = await bundle();
-  const openai = new OpenAI({ apiKey: parley.devKey, baseURL: `${parley.baseUrl}/v1`, maxRetries: 0 });
+  // `ca`: Parley serves TLS with a certificate the test made; the backend trusts it (the library's fetchOptions).
+  const fetchOptions = ca ? { fetchOptions: { dispatcher: new Agent({ connect: { ca } }) } as never } : {};
+  const openai = new OpenAI({ apiKey: parley.devKey, baseURL: `${parley.baseUrl}/v1`, maxRetries: 0, ...fetchOptions });
   const server = createServer(async (req, res) => {
     if (req.url === '/session' && req.method === 'POST') {
       const secret = await openai.realtime.clientSecrets.create({ session: { type: 'realtime', model: 'gpt-realtime' } });

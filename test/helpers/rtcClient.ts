@@ -21,6 +21,13 @@ export interface ClientOptions {
   ptime?: number;
   /** Extra headers of the calls request (e.g. `connection: close`, for a new connection). */
   headers?: Record<string, string>;
+  /**
+   * Tell the server none of the client's candidates (neither offer.candidates nor the SDP's lines)
+   * and still apply its answer: the server learns the client's address from its checks alone.
+   */
+  hideCandidates?: boolean;
+  /** Changes the server's answer before the client applies it (e.g. its candidates pointed at a relay). */
+  rewriteAnswer?: (sdp: string) => string;
 }
 
 export interface RtcClient {
@@ -32,8 +39,8 @@ export interface RtcClient {
   answerSdp: string;
   offerSdp: string;
   events: any[];
-  /** Resolves with the first event of that type (already received or to come). */
-  nextEvent(type: string, timeoutMs?: number): Promise<any>;
+  /** Resolves with the first event of that type (already received or to come), from event #`from` on. */
+  nextEvent(type: string, timeoutMs?: number, from?: number): Promise<any>;
   send(message: unknown): void;
   waitConnected(timeoutMs?: number): Promise<void>;
   waitChannelOpen(timeoutMs?: number): Promise<void>;
@@ -78,7 +85,11 @@ export async function openCall(baseUrl: string, token: string, opts: ClientOptio
     token,
     ...(opts.headers ? { headers: opts.headers } : {}),
     body: {
-      offer: { sdp: pc.localDescription.sdp, type: 'offer', candidates: opts.withholdCandidates ? [] : candidates },
+      offer: {
+        sdp: opts.hideCandidates ? pc.localDescription.sdp.replace(/^a=candidate:.*\r\n/gm, '') : pc.localDescription.sdp,
+        type: 'offer',
+        candidates: opts.withholdCandidates || opts.hideCandidates ? [] : candidates,
+      },
       params: opts.params ?? {},
     },
   });
@@ -86,7 +97,10 @@ export async function openCall(baseUrl: string, token: string, opts: ClientOptio
     pc.close();
     throw Object.assign(new Error(`calls answered ${res.status}: ${JSON.stringify(res.body)}`), { status: res.status, body: res.body });
   }
-  const answer = opts.ptime ? { ...res.body.answer, sdp: withPtime(res.body.answer.sdp, opts.ptime) } : res.body.answer;
+  let answerSdp: string = res.body.answer.sdp;
+  if (opts.ptime) answerSdp = withPtime(answerSdp, opts.ptime);
+  if (opts.rewriteAnswer) answerSdp = opts.rewriteAnswer(answerSdp);
+  const answer = { ...res.body.answer, sdp: answerSdp };
   if (!opts.withholdCandidates) await pc.setRemoteDescription(answer);
   return {
     pc,
@@ -96,9 +110,9 @@ export async function openCall(baseUrl: string, token: string, opts: ClientOptio
     answerSdp: res.body.answer.sdp,
     offerSdp: pc.localDescription.sdp,
     events,
-    nextEvent(type, timeoutMs = 10_000) {
+    nextEvent(type, timeoutMs = 10_000, from = 0) {
       return new Promise((resolve, reject) => {
-        const found = () => events.find((e) => e.type === type);
+        const found = () => events.find((e, i) => i >= from && e.type === type);
         if (found()) return resolve(found());
         const timer = setTimeout(() => {
           listeners.delete(l);
@@ -188,18 +202,23 @@ export function listen(client: RtcClient): { peakRms: () => number; samples: () 
 
 /** Packets the client has sent on its audio track (outbound-rtp). */
 export async function outboundAudioPackets(client: RtcClient): Promise<number> {
+  return (await outboundAudio(client)).packetsSent;
+}
+
+/** The client's outbound-rtp audio statistics: packets and payload bytes sent. */
+export async function outboundAudio(client: RtcClient): Promise<{ packetsSent: number; bytesSent: number }> {
   const stats = await client.pc.getStats();
-  let sent = 0;
+  let found = { packetsSent: 0, bytesSent: 0 };
   stats.forEach((s: any) => {
-    if (s.type === 'outbound-rtp' && (s.kind === 'audio' || s.mediaType === 'audio')) sent = s.packetsSent ?? 0;
+    if (s.type === 'outbound-rtp' && (s.kind === 'audio' || s.mediaType === 'audio')) found = { packetsSent: s.packetsSent ?? 0, bytesSent: s.bytesSent ?? 0 };
   });
-  return sent;
+  return found;
 }
 
 /** The client's inbound-rtp audio statistics from getStats(). */
-export async function inboundAudio(client: RtcClient): Promise<{ packetsReceived: number; packetsLost: number; jitter: number; audioLevel?: number }> {
+export async function inboundAudio(client: RtcClient): Promise<{ packetsReceived: number; packetsLost: number; jitter: number; bytesReceived: number; audioLevel?: number }> {
   const stats = await client.pc.getStats();
-  let found: any = { packetsReceived: 0, packetsLost: 0, jitter: 0 };
+  let found: any = { packetsReceived: 0, packetsLost: 0, jitter: 0, bytesReceived: 0 };
   stats.forEach((s: any) => {
     if (s.type === 'inbound-rtp' && (s.kind === 'audio' || s.mediaType === 'audio')) found = s;
   });

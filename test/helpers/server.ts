@@ -50,7 +50,7 @@ export async function startServer(extraEnv: Record<string, string> = {}, nodeArg
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}\n${err}`)), 60_000);
     proc.stdout!.on('data', (d) => {
       out += d;
-      const m = /parley ready at (http:\/\/\S+)/.exec(out);
+      const m = /parley ready at (https?:\/\/\S+)/.exec(out);
       if (m) {
         clearTimeout(timer);
         resolveReady({ baseUrl: m[1]!, devKey: /(sk_parley_ai_\w+)/.exec(out)?.[1] ?? '' });
@@ -87,7 +87,10 @@ export async function startServer(extraEnv: Record<string, string> = {}, nodeArg
 }
 
 /** Settings that turn the rate limits off, for tests and benchmarks that place many requests on purpose. */
-export const NO_RATE_LIMITS = { RATE_LIMIT_CLIENT_SECRETS_PER_KEY: '0', RATE_LIMIT_CLIENT_SECRETS_PER_IP: '0', RATE_LIMIT_CALLS_PER_TOKEN: '0' };
+export const NO_RATE_LIMITS = { RATE_LIMIT_CLIENT_SECRETS_PER_KEY: '0', RATE_LIMIT_CLIENT_SECRETS_PER_IP: '0', RATE_LIMIT_CALLS_PER_TOKEN: '0', RATE_LIMIT_KEY_LOOKUPS_PER_IP: '0' };
+
+/** Settings that turn the per-key, per-token and half-open call limits off (one key placing many calls on purpose). */
+export const NO_CALL_LIMITS = { MAX_CALLS_PER_KEY: '0', MAX_HALF_OPEN_CALLS_PER_KEY: '0', MAX_CALLS_PER_TOKEN: '0', MAX_HALF_OPEN_CALLS: '0' };
 
 /** fetch with JSON conveniences; returns status, headers and the parsed body. */
 export async function http(

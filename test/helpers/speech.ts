@@ -8,13 +8,14 @@ import wrtc from '@roamhq/wrtc';
 import { encodeWav } from '../../src/media/audio/wav.ts';
 import type { RtcClient } from './rtcClient.ts';
 
-export function speak(text: string): Int16Array {
+/** `text` spoken as mono 16-bit PCM at `rate` (sox resamples flite's 16 kHz with its own filter, as a phone line's audio is band-limited). */
+export function speak(text: string, rate = 48_000): Int16Array {
   const dir = mkdtempSync(join(tmpdir(), 'parley-speech-'));
   try {
     const wav = join(dir, 'in.wav');
     const raw = join(dir, 'out.raw');
     execFileSync('flite', ['-voice', 'slt', '-t', text, '-o', wav]);
-    execFileSync('sox', [wav, '-r', '48000', '-c', '1', '-b', '16', '-e', 'signed-integer', '-t', 'raw', raw]);
+    execFileSync('sox', [wav, '-r', String(rate), '-c', '1', '-b', '16', '-e', 'signed-integer', '-t', 'raw', raw]);
     const bytes = readFileSync(raw);
     return new Int16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
   } finally {

@@ -64,3 +64,15 @@ test('packets of another payload type and non-RTP bytes are ignored', () => {
   assert.equal(frames.length, 0);
   assert.equal(receiver.stats.received, 0);
 });
+
+test("reception figures: packets the sequence numbers say were sent, those lost, the payload's bytes and the audio they carried", () => {
+  const packets = tonePackets(1200, 20);
+  const { receiver } = receive(packets, 20, (i) => i === 20 || i === 40);
+  const stats = receiver.stats;
+  assert.equal(stats.expected, 60);
+  assert.equal(stats.received, 58);
+  assert.equal(stats.lost, 2);
+  const bytes = packets.filter((_, i) => i !== 20 && i !== 40).reduce((n, p) => n + p.length, 0);
+  assert.equal(stats.payloadBytes, bytes);
+  assert.ok(Math.abs(stats.audioSeconds - 58 * 0.02) < 1e-9, `${stats.audioSeconds} s`);
+});

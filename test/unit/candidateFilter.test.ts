@@ -1,7 +1,8 @@
 // The ICE candidate filter as a pure function (no packets leave: nothing here talks to the network).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { CandidateFilter, parseCidr } from '../../src/calls/candidateFilter.ts';
+import { CandidateFilter } from '../../src/calls/webrtc/candidateFilter.ts';
+import { parseCidr } from '../../src/system/cidr.ts';
 
 const line = (address: string, port = 50000) => `candidate:1 1 udp 2122260223 ${address} ${port} typ host`;
 const reasonOf = (filter: CandidateFilter, address: string) => {

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { HttpRecognizer } from '../../src/agent/stt/http.ts';
 import { HttpSpeechEngine, PcmBodyDecoder } from '../../src/agent/tts/http.ts';
-import { StreamResamplerTo48k, resampleTo48k } from '../../src/media/audio/resample.ts';
+import { StreamResampler, resampleTo48k } from '../../src/media/audio/resample.ts';
 import { encodeWav } from '../../src/media/audio/wav.ts';
 import { until } from '../helpers/wait.ts';
 
@@ -135,7 +135,7 @@ test('the stream resampler gives the same samples whatever the pieces', () => {
   for (const rate of [16_000, 22_050, 24_000]) {
     const whole = resampleTo48k(samples, rate);
     for (const size of [1, 7, 160, 999]) {
-      const r = new StreamResamplerTo48k(rate);
+      const r = new StreamResampler(rate);
       const out: number[] = [];
       for (let i = 0; i < samples.length; i += size) out.push(...r.push(samples.subarray(i, i + size)));
       assert.deepEqual(Int16Array.from(out), whole.subarray(0, out.length), `${rate} Hz in pieces of ${size}`);

@@ -2,8 +2,8 @@
 // to the other calls on the shared clock.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { PeerState, ServerPeer } from '../../src/calls/peer/types.ts';
-import { MediaSession } from '../../src/calls/mediaSession.ts';
+import type { PeerState, ServerPeer } from '../../src/calls/webrtc/peer/types.ts';
+import { MediaSession } from '../../src/calls/webrtc/mediaSession.ts';
 import { MediaClock } from '../../src/media/mediaClock.ts';
 import { until } from '../helpers/wait.ts';
 
@@ -33,6 +33,7 @@ test("a media session reports what throws while handling the stack's packets to 
   const failures: Error[] = [];
   new MediaSession(peer, { audioMid: '0', opusPayloadType: 111, mids: ['0'] } as never, 5, {
     audio: () => {},
+    agentAudio: () => {},
     video: () => {},
     activity: () => {
       throw new Error('agent bug');

@@ -97,8 +97,10 @@ describe('Reply', () => {
     r.start();
     const info = await r.done;
     assert.equal(info.status, 'failed');
-    const err = f.events.find((e) => e.type === 'error');
-    assert.ok(err && err.type === 'error' && err.code === 'model_error' && /boom/.test(err.message));
+    const failed = f.events.find((e) => e.type === 'stage.failed');
+    assert.ok(failed && failed.type === 'stage.failed');
+    assert.deepEqual([failed.stage, failed.code, failed.recoverable, failed.cause?.message], ['llm', 'model_error', true, 'boom']);
+    assert.match(failed.message, /boom/);
     assert.match((f.conversation.items[0] as MessageItem).content[0]!.type === 'output_audio' ? String((f.conversation.items[0] as MessageItem & { content: [{ transcript: string }] }).content[0].transcript) : '', /Sorry/);
   });
 });

@@ -192,7 +192,7 @@ test('a clause that yields no audio passes its text on to the next chunk', async
 });
 
 test('the local voices: a reply spoken clause by clause, 48 kHz, first clause short', async () => {
-  const speaker = new Speaker(createLocalSpeechEngine(), { voice: 'Victoria', signal: new AbortController().signal });
+  const speaker = new Speaker(createLocalSpeechEngine(4), { voice: 'Victoria', signal: new AbortController().signal });
   const out = collect(speaker);
   for (const delta of ['Hello', ' there, how are', ' you today? <emotion value="happy"/>', 'I am fine', ' [laughter].']) speaker.push(delta);
   speaker.end();
@@ -203,17 +203,22 @@ test('the local voices: a reply spoken clause by clause, 48 kHz, first clause sh
   assert.ok(clauses[0]!.pcm.length < clauses[1]!.pcm.length, 'the first clause is the shortest');
 });
 
-/** This process's children running `name`. */
-function children(name: string): number {
+/** Processes whose parent is `parent` (running `name`, when given). */
+function childrenOf(parent: number, name?: string): number[] {
   try {
-    return execFileSync('pgrep', ['-P', String(process.pid), '-x', name]).toString().trim().split('\n').length;
+    return execFileSync('pgrep', ['-P', String(parent), ...(name ? ['-x', name] : [])]).toString().trim().split('\n').map(Number);
   } catch {
-    return 0; // pgrep exits 1 when there is none
+    return []; // pgrep exits 1 when there is none
   }
 }
 
+/** Programs `name` this process started, through its engine host (a child of ours) or itself. */
+function children(name: string): number {
+  return [process.pid, ...childrenOf(process.pid)].flatMap((p) => childrenOf(p, name)).length;
+}
+
 test('cancelling the local engine kills its synthesis process', async () => {
-  const engine = createLocalSpeechEngine();
+  const engine = createLocalSpeechEngine(4);
   const abort = new AbortController();
   // One sentence (the engine cuts texts at sentence ends), long enough to take flite a while.
   const long = Array.from({ length: 60 }, (_, i) => `word number ${i}`).join(' ') + '.';
@@ -223,6 +228,7 @@ test('cancelling the local engine kills its synthesis process', async () => {
   abort.abort();
   await assert.rejects(first, { name: 'AbortError' });
   await until('flite gone', () => children('flite'), (n) => n === 0);
+  await engine.close?.();
 });
 
 test("a clause's leading silence is not spoken: it starts 10 ms before its first audible sample", async () => {

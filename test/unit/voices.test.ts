@@ -6,13 +6,15 @@ import { DEFAULT_VOICE, VOICES } from '../../src/session/catalog.ts';
 
 const FLITE_GENDER: Record<string, string> = { slt: 'feminine', rms: 'masculine', awb: 'masculine', kal16: 'masculine' };
 
-test('both generations of client voices are in the catalogue; the default stays Sofía', () => {
+test('both generations of client voices are in the catalogue; the default is an English voice flite speaks', () => {
   const names = VOICES.map((v) => v.name);
   for (const name of ['alloy', 'ash', 'ballad', 'coral', 'echo', 'fable', 'onyx', 'nova', 'sage', 'shimmer', 'verse', 'marin', 'cedar', 'Sofía', 'Paola']) {
     assert.ok(names.includes(name), name);
   }
   assert.equal(new Set(names).size, names.length, 'no name twice');
-  assert.equal(DEFAULT_VOICE, 'Sofía');
+  assert.equal(DEFAULT_VOICE, 'Victoria');
+  assert.equal(VOICES.find((v) => v.name === DEFAULT_VOICE)?.lang, 'en');
+  assert.equal(localVoice(DEFAULT_VOICE).engine, 'flite');
 });
 
 test('English voices speak with flite in a voice of their gender; the others with espeak-ng in their language', () => {

@@ -19,6 +19,10 @@ interface Context {
 
 const pick = <T>(items: T[], seed: number): T => items[seed % items.length]!;
 
+// Made once: toLocale*String builds a formatter (and loads its locale data) on every call, ms each.
+const TIME = new Intl.DateTimeFormat('en-US', { hour: 'numeric', minute: '2-digit' });
+const DATE = new Intl.DateTimeFormat('en-US', { weekday: 'long', month: 'long', day: 'numeric' });
+
 const RULES: Rule[] = [
   { match: /\b(my name is|i am called|call me)\s+([a-z]+)/i, answer: (m) => `Nice to meet you, ${capitalise(m[2]!)}. How can I help?` },
   {
@@ -26,8 +30,8 @@ const RULES: Rule[] = [
     answer: (_m, c) => (c.callerName ? `Your name is ${c.callerName}.` : "You haven't told me your name yet."),
   },
   { match: /\b(what('s| is) your name|who are you|what are you)\b/i, answer: (_m, c) => `I'm ${c.assistantName}, a small offline voice assistant running on this server. I don't use a large language model, so my answers are simple.` },
-  { match: /\b(what time is it|what's the time|the time)\b/i, answer: () => `It is ${new Date().toLocaleTimeString('en-US', { hour: 'numeric', minute: '2-digit' })}.` },
-  { match: /\b(what day is it|what('s| is) the date|today's date|what is today)\b/i, answer: () => `Today is ${new Date().toLocaleDateString('en-US', { weekday: 'long', month: 'long', day: 'numeric' })}.` },
+  { match: /\b(what time is it|what's the time|the time)\b/i, answer: () => `It is ${TIME.format(new Date())}.` },
+  { match: /\b(what day is it|what('s| is) the date|today's date|what is today)\b/i, answer: () => `Today is ${DATE.format(new Date())}.` },
   { match: /\bhow are you\b/i, answer: () => "I'm doing well, thank you for asking. How are you?" },
   { match: /\b(weather|temperature outside|rain)\b/i, answer: () => "I can't check the weather: I run offline, without internet access." },
   { match: /\b(what can you do|help me|how do you work)\b/i, answer: () => 'I can chat a little, tell you the time and date, and remember what you told me in this conversation.' },

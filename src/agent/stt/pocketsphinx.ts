@@ -9,7 +9,11 @@ import type { WorkerReply, WorkerRequest } from './pocketsphinxWorker.js';
 import type { RecognitionStream, Recognizer } from './types.js';
 
 const POCKETSPHINX_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
-const WORKER_ENTRY = new URL('./pocketsphinxWorker.entry.mjs', import.meta.url);
+/** The worker's module: compiled, the worker itself; through tsx, an entry that registers tsx first
+ * (worker threads do not inherit its loader). */
+const WORKER_ENTRY = import.meta.url.endsWith('.ts')
+  ? new URL('./pocketsphinxWorker.entry.mjs', import.meta.url)
+  : new URL('./pocketsphinxWorker.js', import.meta.url);
 
 export interface PocketSphinxOptions {
   workers: number;

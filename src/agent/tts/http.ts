@@ -2,7 +2,7 @@
 // request asks for `response_format: "pcm"` (OpenAI: raw 16-bit mono at 24 kHz) and the body is
 // resampled to 48 kHz piece by piece as it arrives. A service that answers with a WAV file instead
 // (RIFF header) is read at the rate its header gives.
-import { StreamResamplerTo48k } from '../../media/audio/resample.js';
+import { StreamResampler } from '../../media/audio/resample.js';
 import type { EngineHealth } from '../health.js';
 import { speakableText } from './clauses.js';
 import type { SpeechEngine } from './types.js';
@@ -71,17 +71,17 @@ export class HttpSpeechEngine implements SpeechEngine {
 export class PcmBodyDecoder {
   private pending = new Uint8Array(0);
   /** Undefined until the first bytes show whether a WAV header comes first. */
-  private resampler: StreamResamplerTo48k | undefined;
+  private resampler: StreamResampler | undefined;
 
   push(bytes: Uint8Array): Int16Array {
     let data = this.pending.length ? concatBytes(this.pending, bytes) : bytes;
     if (!this.resampler) {
       if (data.length < 4) return this.keep(data);
-      if (ascii(data, 0, 4) !== 'RIFF') this.resampler = new StreamResamplerTo48k(PCM_RATE);
+      if (ascii(data, 0, 4) !== 'RIFF') this.resampler = new StreamResampler(PCM_RATE);
       else {
         const header = parseWavHeader(data);
         if (!header) return this.keep(data);
-        this.resampler = new StreamResamplerTo48k(header.sampleRate);
+        this.resampler = new StreamResampler(header.sampleRate);
         data = data.subarray(header.dataStart);
       }
     }

@@ -1,8 +1,7 @@
-// The caller's turns from their audio: 48 kHz frames of any whole number of ms are brought to
-// 16 kHz, cut into the VAD's windows, judged in order (the VAD may answer asynchronously) and run
+// The caller's turns from their audio: 16 kHz frames (the rate the voice agent declares; the
+// transport converts at its edge) are cut into the VAD's windows, judged in order (the VAD may answer asynchronously) and run
 // through the endpointing policy; the listener hears the onset with its prefix padding, the turn's
 // audio and its end. Times are ms of the caller's audio since the first frame pushed.
-import { downsample48kTo16k } from '../../media/audio/resample.js';
 import { EndpointingPolicy, ONSET_MS, type EndpointingPolicyOptions } from './endpointing.js';
 import type { EndpointingOptions, TurnDetector, TurnListener, Vad } from './types.js';
 
@@ -22,8 +21,6 @@ interface Window {
 export function createTurnDetector(vad: Vad, options: TurnDetectorOptions, listener: TurnListener): TurnDetector {
   const policy = new EndpointingPolicy({ maxTurnMs: MAX_TURN_MS, ...options });
   const size = vad.windowSamples;
-  /** 48 kHz samples left over from a frame whose length was not a multiple of 3. */
-  let carry = new Int16Array(0);
   /** 16 kHz samples not yet making a whole window. */
   let partial = new Int16Array(size);
   let partialLength = 0;
@@ -117,17 +114,8 @@ export function createTurnDetector(vad: Vad, options: TurnDetectorOptions, liste
   };
 
   return {
-    push(pcm48k) {
+    push(pcm) {
       if (closed) return;
-      let input = pcm48k;
-      if (carry.length) {
-        input = new Int16Array(carry.length + pcm48k.length);
-        input.set(carry);
-        input.set(pcm48k, carry.length);
-      }
-      const whole = input.length - (input.length % 3);
-      carry = input.slice(whole);
-      const pcm = downsample48kTo16k(input.subarray(0, whole));
       for (let i = 0; i < pcm.length; ) {
         const n = Math.min(size - partialLength, pcm.length - i);
         partial.set(pcm.subarray(i, i + n), partialLength);

@@ -56,8 +56,8 @@ export interface TurnListener {
 }
 
 export interface TurnDetector {
-  /** One frame of the caller's audio as the receiver delivers it: 48 kHz mono, any whole number of ms. */
-  push(pcm48k: Int16Array): void;
+  /** The caller's audio as the call delivers it: 16 kHz mono, any length. */
+  push(pcm16k: Int16Array): void;
   /** Live changes (session.update). */
   configure(options: Partial<EndpointingOptions>): void;
   /** Forgets a turn in progress (e.g. the input buffer was cleared) without signalling its end. */

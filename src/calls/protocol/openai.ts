@@ -4,7 +4,7 @@
 // client event that caused them.
 import { Type, type Static } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
-import { randomId } from '../../auth/ids.js';
+import { randomId } from '../../system/ids.js';
 import type { ResponseRequest } from '../../agent/types.js';
 import { newItemId, type ContentPart, type Item } from '../../session/conversation.js';
 import type { CallEvent, ResponseInfo } from '../../session/events.js';
@@ -132,10 +132,10 @@ export function openAiProtocol(defaults: SessionDefaults) {
         control.updateSession(result.session);
         emit({ type: 'session.updated', session: sessionObject() });
       },
-      'input_audio_buffer.append': () => ({
-        code: 'unsupported_over_webrtc',
-        message: 'Over WebRTC the caller\'s audio travels on the audio track; input_audio_buffer.append is not used.',
-      }),
+      'input_audio_buffer.append': (e) => {
+        if (control.appendInputAudio(e.audio)) return;
+        return { code: 'unsupported_over_webrtc', message: 'Over WebRTC the caller\'s audio travels on the audio track; input_audio_buffer.append is not used.' };
+      },
       'input_audio_buffer.commit': () => {
         const r = control.commitInput();
         if (!r.ok) return r;
@@ -189,8 +189,14 @@ export function openAiProtocol(defaults: SessionDefaults) {
       'output_audio_buffer.clear': () => control.clearOutputAudio(),
     };
 
+    /** The reply item the agent's audio belongs to now (audio inside events names it). */
+    let speaking: { response_id: string; item_id: string; output_index: number } | null = null;
+
     function deliver(event: CallEvent): void {
       switch (event.type) {
+        case 'output_audio.delta':
+          if (speaking) emit({ type: 'response.output_audio.delta', ...speaking, content_index: 0, delta: event.audio });
+          return;
         case 'input.speech_started':
           return emit({ type: 'input_audio_buffer.speech_started', item_id: event.itemId, audio_start_ms: event.audioStartMs });
         case 'input.speech_stopped':
@@ -201,6 +207,9 @@ export function openAiProtocol(defaults: SessionDefaults) {
           return emit({ type: 'input_audio_buffer.cleared' });
         case 'input.timeout_triggered':
           return emit({ type: 'input_audio_buffer.timeout_triggered', audio_start_ms: event.audioStartMs, audio_end_ms: event.audioEndMs, item_id: newItemId() });
+        case 'input.dtmf':
+          // Parley's own event (OpenAI's protocol has none for a phone's keys).
+          return emit({ type: 'parley.input_audio_buffer.dtmf', digit: event.digit });
         case 'transcription.delta':
           return emit({ type: 'conversation.item.input_audio_transcription.delta', item_id: event.itemId, content_index: 0, delta: event.delta });
         case 'transcription.completed':
@@ -224,6 +233,9 @@ export function openAiProtocol(defaults: SessionDefaults) {
           return emit({ type: 'response.created', response: wireResponse(event.response, control.id, control.session().voice) });
         case 'response.output_item.added': {
           emit({ type: 'response.output_item.added', response_id: event.responseId, output_index: event.outputIndex, item: wireItem(event.item) });
+          if (event.item.type === 'message' && event.item.content[0]?.type === 'output_audio') {
+            speaking = { response_id: event.responseId, item_id: event.item.id, output_index: event.outputIndex };
+          }
           if (event.item.type === 'message') {
             const part = event.item.content[0]?.type === 'output_audio' ? { type: 'audio', transcript: '' } : { type: 'text', text: '' };
             emit({ type: 'response.content_part.added', response_id: event.responseId, item_id: event.item.id, output_index: event.outputIndex, content_index: 0, part });
@@ -249,6 +261,7 @@ export function openAiProtocol(defaults: SessionDefaults) {
             ...(event.audio ? { transcript: event.text } : { text: event.text }),
           });
         case 'response.audio.done':
+          if (speaking?.item_id === event.itemId) speaking = null;
           return emit({ type: 'response.output_audio.done', response_id: event.responseId, item_id: event.itemId, output_index: event.outputIndex, content_index: 0 });
         case 'response.function_call_arguments.delta':
           return emit({ type: 'response.function_call_arguments.delta', response_id: event.responseId, item_id: event.itemId, output_index: event.outputIndex, call_id: event.callId, delta: event.delta });
@@ -276,14 +289,21 @@ export function openAiProtocol(defaults: SessionDefaults) {
         case 'response.audio.started':
           // Parley's own: where the time to the first audio went (clients ignore unknown types).
           return emit({ type: 'parley.response.timings', response_id: event.responseId, item_id: event.itemId, timings: event.timings });
+        // The server's playback buffer exists only where the server plays the audio (WebRTC); over a
+        // WebSocket the client holds it.
         case 'output_audio.started':
-          return emit({ type: 'output_audio_buffer.started', response_id: event.responseId });
+          if (!control.audioInEvents) emit({ type: 'output_audio_buffer.started', response_id: event.responseId });
+          return;
         case 'output_audio.stopped':
-          return emit({ type: 'output_audio_buffer.stopped', response_id: event.responseId });
+          if (!control.audioInEvents) emit({ type: 'output_audio_buffer.stopped', response_id: event.responseId });
+          return;
         case 'output_audio.cleared':
-          return emit({ type: 'output_audio_buffer.cleared', response_id: event.responseId });
+          if (!control.audioInEvents) emit({ type: 'output_audio_buffer.cleared', response_id: event.responseId });
+          return;
         case 'error':
           return fail({ type: event.kind, code: event.code, message: event.message, param: event.param ?? null }, event.eventId);
+        case 'stage.failed':
+          return fail({ type: 'server_error', code: event.code, message: event.message });
         case 'response.interrupted':
           return;
       }

@@ -1,7 +1,8 @@
 // OpenAI's Realtime (GA) session object: read into Parley's Session (client_secrets, the calls
 // request's `session` part, `session.update`) and written out of it (`session.created`/`.updated`,
-// the client_secrets answer). Fields Parley has no use for (audio formats, noise reduction, tracing,
-// prompts) are accepted and left alone: WebRTC carries Opus whatever the format says.
+// the client_secrets answer). Fields Parley has no use for (noise reduction, tracing, prompts) are
+// accepted and left alone; the audio formats apply to audio inside events (WebSocket sessions):
+// WebRTC carries Opus whatever they say.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
 import { VOICES } from '../../session/catalog.js';
@@ -28,6 +29,15 @@ const SemanticVad = Type.Object({
   interrupt_response: Type.Optional(Type.Boolean()),
 });
 
+/** OpenAI's audio formats: PCM at 24 kHz, or G.711 at 8 kHz. */
+const AudioFormat = Type.Union([
+  Type.Object({ type: Type.Literal('audio/pcm'), rate: Type.Optional(Type.Literal(24000)) }),
+  Type.Object({ type: Type.Literal('audio/pcmu') }),
+  Type.Object({ type: Type.Literal('audio/pcma') }),
+]);
+const ENCODING_OF = { 'audio/pcm': 'pcm16', 'audio/pcmu': 'pcmu', 'audio/pcma': 'pcma' } as const;
+const FORMAT_OF = { pcm16: { type: 'audio/pcm', rate: 24000 }, pcmu: { type: 'audio/pcmu' }, pcma: { type: 'audio/pcma' } } as const;
+
 const FunctionTool = Type.Object({
   type: Type.Literal('function'),
   name: Type.String({ minLength: 1, maxLength: 128 }),
@@ -51,12 +61,14 @@ export const OpenAiSessionSchema = Type.Object({
     Type.Object({
       input: Type.Optional(
         Type.Object({
+          format: Type.Optional(AudioFormat),
           transcription: Type.Optional(Type.Union([Type.Null(), Type.Object({ model: Type.Optional(Type.String()) })])),
           turn_detection: Type.Optional(Type.Union([Type.Null(), ServerVad, SemanticVad])),
         }),
       ),
       output: Type.Optional(
         Type.Object({
+          format: Type.Optional(AudioFormat),
           voice: Type.Optional(Type.String({ maxLength: 64 })),
           speed: Type.Optional(Type.Number({ minimum: 0.25, maximum: 4 })),
         }),
@@ -125,6 +137,8 @@ export function applyOpenAiSession(current: Session, input: unknown, defaults: T
     }
     next.voice = voice;
   }
+  if (s.audio?.input?.format) next.inputAudio = ENCODING_OF[s.audio.input.format.type];
+  if (s.audio?.output?.format) next.outputAudio = ENCODING_OF[s.audio.output.format.type];
   const input_ = s.audio?.input;
   if (input_?.transcription !== undefined) next.transcribeInput = input_.transcription !== null;
   if (input_?.turn_detection !== undefined) next.turnDetection = turnDetectionOf(input_.turn_detection, defaults);
@@ -179,7 +193,7 @@ export function openAiSessionObject(session: Session, id: string) {
     include: null,
     audio: {
       input: {
-        format: { type: 'audio/pcm', rate: 24000 },
+        format: FORMAT_OF[session.inputAudio ?? 'pcm16'],
         transcription: session.transcribeInput ? { model: 'parley' } : null,
         noise_reduction: null,
         turn_detection:
@@ -197,7 +211,7 @@ export function openAiSessionObject(session: Session, id: string) {
                   interrupt_response: td.interruptResponse,
                 },
       },
-      output: { format: { type: 'audio/pcm', rate: 24000 }, voice: session.voice, speed: 1 },
+      output: { format: FORMAT_OF[session.outputAudio ?? 'pcm16'], voice: session.voice, speed: 1 },
     },
   };
 }

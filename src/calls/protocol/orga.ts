@@ -3,7 +3,7 @@
 // messages come as `{event, data}` (the SDKs) or `{type, …}`, and are validated by schema.
 import { Type } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
-import { newItemId, type Item } from '../../session/conversation.js';
+import { itemText, newItemId, type Item } from '../../session/conversation.js';
 import type { CallEvent } from '../../session/events.js';
 import { readClientMessage } from './message.js';
 import { applySessionUpdate, orgaSessionObject } from './orgaSession.js';
@@ -94,14 +94,14 @@ export function orgaProtocol(control: CallControl, send: (message: object) => vo
           const item = event.item;
           // The SDKs show this text as the assistant's turn: only a reply that was finished.
           if (item.type !== 'message' || item.status !== 'completed') return;
-          const part = item.content[0];
-          const text = part?.type === 'output_audio' ? (part.transcript ?? '') : part?.type === 'output_text' ? part.text : '';
-          return send({ type: 'response.output_item.done', text });
+          return send({ type: 'response.output_item.done', text: itemText(item) });
         }
         case 'output_audio.stopped':
           return send({ type: 'response.audio.done' });
         case 'response.interrupted':
           return send({ type: 'response.interrupted', dropped_audio_ms: event.droppedAudioMs });
+        case 'stage.failed':
+          return send({ type: 'error', error: { type: 'server_error', code: event.code, message: event.message, param: null } });
         case 'error':
           return send({
             type: 'error',

@@ -20,6 +20,10 @@ export interface CallControl {
   createResponse(request?: ResponseRequest): Refusal;
   cancelResponse(): boolean;
   clearOutputAudio(): void;
+  /** The client's audio inside an event (base64); false when the call's wire carries audio on a media track. */
+  appendInputAudio(audio: string): boolean;
+  /** The call's audio travels inside events (a WebSocket), not on a media track. */
+  readonly audioInEvents: boolean;
   commitInput(): Refusal;
   clearInput(): void;
   /** The client hangs up. */
@@ -39,6 +43,7 @@ export interface ClientProtocol {
   ended(reason: string): void;
 }
 
-export type ProtocolName = 'orga' | 'openai';
+/** `openai-beta`: OpenAI's protocol in its beta dialect (openaiBeta.ts). */
+export type ProtocolName = 'orga' | 'openai' | 'openai-beta';
 
 export type ProtocolFactory = (control: CallControl, send: (message: object) => void) => ClientProtocol;

@@ -1,12 +1,12 @@
 // POST /v1/realtime/calls: an SDP offer becomes an SDP answer and a live call.
 import type { FastifyPluginAsync } from 'fastify';
-import { CallCapacityExceeded, OfferRejected } from '../../calls/callManager.js';
-import { readOffer } from '../../calls/sdpOffer.js';
 import { sessionFromParams } from '../../calls/protocol/orgaSession.js';
 import type { Services } from '../../services.js';
 import { requireToken } from '../auth.js';
 import { HttpError, ValidationFailure, shapeA } from '../errors.js';
 import { passCallsWhenFull } from '../nodeForwarding.js';
+import { callFromOffer } from '../offerCall.js';
+import { callLimited } from '../rateLimits.js';
 import { CallsBody, CallsResponse, type CallsBodyInput } from '../schemas.js';
 
 export const callRoutes = (services: Services): FastifyPluginAsync => async (app) => {
@@ -16,48 +16,39 @@ export const callRoutes = (services: Services): FastifyPluginAsync => async (app
       onRequest: requireToken(services),
       preParsing: passCallsWhenFull(services),
       schema: {
-        summary: 'Create a call: SDP offer in, SDP answer and conversation_id out',
+        summary: 'Create a call: SDP offer in, SDP answer and conversation_id out (ephemeral token)',
+        tags: ['realtime'],
         body: CallsBody,
-        response: { 200: CallsResponse, 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' }, 422: { $ref: 'ShapeB#' }, 503: { $ref: 'ShapeA#' } },
+        response: { 200: CallsResponse, 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' }, 422: { $ref: 'ShapeB#' }, 429: { $ref: 'ShapeA#' }, 503: { $ref: 'ShapeA#' } },
       },
     },
     async (req) => {
       const { offer } = req.body;
-      const reading = readOffer(offer.sdp);
-      if (!reading.ok) {
-        throw new ValidationFailure(
-          reading.problems.map((p) => ({ type: 'value_error', loc: ['body', 'offer', 'sdp'], msg: `Value error, ${p}`, input: null })),
-        );
-      }
-      const { plan } = reading;
-      // Candidates are matched to the offer's m-lines by mid, or by index when the mid is absent.
-      const candidates = offer.candidates
-        .map((c) => ({ candidate: c.candidate ?? '', mid: c.sdpMid ?? (c.sdpMLineIndex != null ? plan.mids[c.sdpMLineIndex] : undefined) ?? plan.audioMid }))
-        .filter((c) => c.candidate.trim() !== '');
+      const sdpProblem = (msg: string) => ({ type: 'value_error', loc: ['body', 'offer', 'sdp'], msg: `Value error, ${msg}`, input: null });
       const resume = await resumeThread(services, req.apiKeyId!, req.body.params.conversation_id);
-      try {
-        const { answerSdp, conversationId } = await services.calls.create({
+      const { answerSdp, conversationId } = await callFromOffer(
+        services,
+        {
           ...(resume ? { resume } : {}),
           apiKeyId: req.apiKeyId!,
+          tokenId: req.token!.jti,
           endUser: req.token!.end_user ?? null,
-          offerSdp: offer.sdp,
-          plan,
-          candidates,
+          sdp: offer.sdp,
+          candidates: offer.candidates,
           session: sessionFromParams(req.body.params, services.sessionDefaults),
           protocol: 'orga',
-        });
-        return { answer: { sdp: answerSdp, type: 'answer' as const }, conversation_id: conversationId };
-      } catch (err) {
-        if (err instanceof CallCapacityExceeded) throw new HttpError(503, shapeA(err.message), { 'Retry-After': '5' });
-        if (!(err instanceof OfferRejected)) throw err;
-        throw new ValidationFailure([
-          { type: 'value_error', loc: ['body', 'offer', 'sdp'], msg: `Value error, the SDP offer could not be applied: ${err.message}`, input: null },
-        ]);
-      }
+        },
+        {
+          unusable: (problems) => new ValidationFailure(problems.map(sdpProblem)),
+          rejected: (message) => new ValidationFailure([sdpProblem(`the SDP offer could not be applied: ${message}`)]),
+          busy: (message) => new HttpError(503, shapeA(message), { 'Retry-After': '5' }),
+          limited: (err) => callLimited('orga', err, services.metrics),
+        },
+      );
+      return { answer: { sdp: answerSdp, type: 'answer' as const }, conversation_id: conversationId };
     },
   );
 };
-
 
 /** The thread and turns of a conversation this key may resume, or a 422 naming the problem. */
 async function resumeThread(services: Services, apiKeyId: string, conversationId: string | undefined) {

@@ -7,11 +7,13 @@ import { ModelsResponse, VoicesResponse } from '../schemas.js';
 
 export const catalogRoutes = (services: Services): FastifyPluginAsync => async (app) => {
   const auth = requireTokenOrApiKey(services);
-  app.get('/v1/realtime/models', { onRequest: auth, schema: { summary: 'Models a call may use', response: { 200: ModelsResponse } } }, async () => ({
+  // An API key that is not live: 401; a token: 403 without a credential, 401 when not live.
+  const authErrors = { 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' } };
+  app.get('/v1/realtime/models', { onRequest: auth, schema: { summary: 'Models a call may use (API key or token)', tags: ['realtime'], response: { 200: ModelsResponse, ...authErrors } } }, async () => ({
     default: DEFAULT_MODEL,
     models: MODELS.map((m) => ({ ...m, runs: services.agents.engineOf(m.id) })),
   }));
-  app.get('/v1/realtime/voices', { onRequest: auth, schema: { summary: 'Voices a call may use', response: { 200: VoicesResponse } } }, async () => ({
+  app.get('/v1/realtime/voices', { onRequest: auth, schema: { summary: 'Voices a call may use (API key or token)', tags: ['realtime'], response: { 200: VoicesResponse, ...authErrors } } }, async () => ({
     default: DEFAULT_VOICE,
     voices: VOICES,
   }));

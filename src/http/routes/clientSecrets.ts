@@ -11,6 +11,7 @@ export const clientSecretsRoutes = (services: Services): FastifyPluginAsync => a
       onRequest: requireApiKey(services),
       schema: {
         summary: 'Exchange the server API key for an ephemeral token',
+        tags: ['realtime'],
         body: ClientSecretsBody,
         querystring: ClientSecretsQuery,
         response: { 200: ClientSecretsResponse, 401: { $ref: 'ShapeA#' }, 422: { $ref: 'ShapeB#' } },

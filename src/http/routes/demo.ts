@@ -1,21 +1,17 @@
-// The demo page (GET /) and its backend-proxy route (POST /demo/session), following the contract's
-// proxy guidance: the API key stays on the server, each client IP is rate-limited, raw tokens are
-// never logged, and nothing is served unless PARLEY_ENV=development or DEMO_ENABLED=true.
-import { readFileSync, readdirSync } from 'node:fs';
-import { extname } from 'node:path';
+// The address the ready line prints (GET /): the demo page and its backend-proxy route (POST
+// /demo/session), or, where the demo is off, a short description of the service. The route follows
+// the contract's proxy guidance: the API key stays on the server, each client IP is rate-limited, raw
+// tokens are never logged. The demo is on by default only where nobody but this machine can reach it
+// (a loopback HOST, no TRUST_PROXY), and then refuses requests a proxy forwarded; DEMO_ENABLED=true
+// serves it on any bind. Its calls count against its key's limits like any key's (calls/admission.ts).
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { Services } from '../../services.js';
 import { DemoKey } from '../demo/demoKey.js';
 import { HttpError, shapeA } from '../errors.js';
+import { loadPageFiles, type PageFile } from '../pageFiles.js';
 import { INTERNAL_REQUEST_HEADERS, rateLimited } from '../rateLimits.js';
 
 const PUBLIC_DIR = new URL('../demo/public/', import.meta.url);
-
-const CONTENT_TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-};
 
 // The page loads only its own files and talks only to this origin: nothing from the internet.
 const PAGE_HEADERS = {
@@ -27,32 +23,31 @@ const PAGE_HEADERS = {
   'cache-control': 'no-cache',
 };
 
-export function demoEnabled(config: Services['config']): boolean {
-  return config.PARLEY_ENV === 'development' || config.DEMO_ENABLED;
+/** on: DEMO_ENABLED=true; local: by default on a loopback bind with no proxy in front; off. */
+export type DemoMode = 'on' | 'local' | 'off';
+
+export function demoMode(config: Pick<Services['config'], 'DEMO_ENABLED' | 'HOST' | 'TRUST_PROXY'>): DemoMode {
+  if (config.DEMO_ENABLED !== undefined) return config.DEMO_ENABLED ? 'on' : 'off';
+  return isLoopbackHost(config.HOST) && config.TRUST_PROXY.length === 0 ? 'local' : 'off';
 }
 
-interface PublicFile {
-  body: Buffer;
-  type: string;
+/** 127.0.0.0/8, ::1 (and its IPv4-mapped form) or localhost: reachable from this machine only. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.trim().toLowerCase().replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^(::ffff:)?127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }
 
-/** The page's static files, read once at start (a handful of small files). */
-function loadPublicFiles(): Map<string, PublicFile> {
-  const files = new Map<string, PublicFile>();
-  for (const name of readdirSync(PUBLIC_DIR)) {
-    const type = CONTENT_TYPES[extname(name)];
-    if (type) files.set(name, { body: readFileSync(new URL(name, PUBLIC_DIR)), type });
-  }
-  return files;
-}
-
-function sendFile(reply: FastifyReply, file: PublicFile): FastifyReply {
+function sendFile(reply: FastifyReply, file: PageFile): FastifyReply {
   return reply.headers(PAGE_HEADERS).type(file.type).send(file.body);
 }
 
 export const demoRoutes = (services: Services): FastifyPluginAsync => async (app) => {
-  if (!demoEnabled(services.config)) return;
-  const files = loadPublicFiles();
+  const mode = demoMode(services.config);
+  if (mode === 'off') {
+    app.get('/', { schema: { hide: true } }, async () => serviceIndex());
+    return;
+  }
+  const files = loadPageFiles(PUBLIC_DIR);
   const perMinute = services.config.DEMO_RATE_LIMIT_PER_MINUTE;
   const demoKey = new DemoKey(services.apiKeys, services.config.DEMO_API_KEY);
   app.addHook('onClose', async () => demoKey.dispose().catch((err: Error) => app.log.warn({ err: err.message }, 'demo: could not revoke its key')));
@@ -69,6 +64,10 @@ export const demoRoutes = (services: Services): FastifyPluginAsync => async (app
   app.post('/demo/session', hidden, async (req, reply) => {
     // Counted with the other rate limits (shared through Redis); its own client-secrets request is
     // internal, so this is the demo's only limit.
+    // A same-host reverse proxy makes a loopback bind public: the default demo is for this machine only.
+    if (mode === 'local' && (req.headers['x-forwarded-for'] !== undefined || req.headers.forwarded !== undefined)) {
+      throw new HttpError(403, shapeA('The demo is on by default for this machine only, and a proxy forwarded this request; set DEMO_ENABLED=true to serve it through a proxy.', 'demo_local_only'));
+    }
     const admission = await app.rateLimits.hit('demo-ip', req.ip, perMinute, 60_000);
     if (!admission.allowed) {
       const retry = admission.retryAfterSeconds;
@@ -94,3 +93,20 @@ export const demoRoutes = (services: Services): FastifyPluginAsync => async (app
     return reply.header('cache-control', 'no-store').send({ ephemeralToken, iceServers });
   });
 };
+
+/** What GET / says where the demo is off: where the API and its description are, and how to get the demo. */
+function serviceIndex() {
+  return {
+    service: 'parley',
+    description: 'Self-hostable real-time voice session server',
+    api: {
+      client_secrets: 'POST /v1/realtime/client-secrets',
+      ice_config: 'GET /v1/realtime/ice-config',
+      calls: 'POST /v1/realtime/calls',
+    },
+    openapi: '/openapi.json',
+    docs: '/docs',
+    readiness: '/readyz',
+    demo: 'off on this bind; set DEMO_ENABLED=true to serve the demo page here (it hands tokens to anyone who can reach it: put it behind HTTPS)',
+  };
+}

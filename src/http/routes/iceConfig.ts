@@ -10,10 +10,11 @@ export const iceConfigRoutes = (services: Services): FastifyPluginAsync => async
     {
       onRequest: requireToken(services),
       schema: {
-        summary: 'ICE servers for a call, with per-response TURN credentials',
+        summary: 'ICE servers for a call, with per-response TURN credentials (ephemeral token)',
+        tags: ['realtime'],
         response: { 200: IceConfigResponse, 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' } },
       },
     },
-    (req) => ({ iceServers: services.iceServers(req.token!.jti) }),
+    (req) => ({ iceServers: services.iceServers(req.token!, req.apiKeyId!) }),
   );
 };

@@ -3,14 +3,15 @@
 // the SDP itself (201, Location), and hangup. Errors are OpenAI's error objects.
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { CallCapacityExceeded, OfferRejected } from '../../calls/callManager.js';
 import { applyOpenAiSession, openAiDefaultSession, openAiSessionObject, paramProblem } from '../../calls/protocol/openaiSession.js';
-import { readOffer } from '../../calls/sdpOffer.js';
 import type { Session } from '../../session/session.js';
 import type { Services } from '../../services.js';
 import { CLIENT_SECRET_PREFIX, openAiKeyError, requireApiKey, requireToken, requireTokenOrApiKey } from '../auth.js';
 import { HttpError, openAiError } from '../errors.js';
 import { forwardTo, passCallsWhenFull, sendAnswer } from '../nodeForwarding.js';
+import { callFromOffer } from '../offerCall.js';
+import type { OpenApiRouteConfig } from '../openapi.js';
+import { callLimited } from '../rateLimits.js';
 
 /** OpenAI's client secrets live 10 s to 2 h, 10 min unless asked. */
 const ClientSecretsCreate = Type.Object({
@@ -18,8 +19,29 @@ const ClientSecretsCreate = Type.Object({
     Type.Object({ anchor: Type.Optional(Type.Literal('created_at')), seconds: Type.Optional(Type.Integer({ minimum: 10, maximum: 7200 })) }),
   ),
   session: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-});
+}, { title: 'OpenAiClientSecretRequest' });
+const ClientSecretResponse = Type.Object(
+  { value: Type.String({ description: 'ek_…: the client secret.' }), expires_at: Type.Integer({ description: 'Unix seconds.' }), session: Type.Record(Type.String(), Type.Unknown()) },
+  { title: 'OpenAiClientSecret', description: "A client secret and the session it starts calls with" },
+);
+
+// The OpenAI forms' bodies: the handler reads them itself (readCallForm), so they are described
+// here for the document only (route config openApiBody), not validated.
+const SdpOffer = Type.String({ title: 'SdpOffer', description: 'The raw SDP offer.' });
+const OpenAiCallForm = Type.Object(
+  {
+    sdp: Type.String({ description: 'The SDP offer (a field or a file part).' }),
+    session: Type.Optional(Type.String({ contentMediaType: 'application/json', description: 'The session (JSON), applied over the client secret\'s.' })),
+  },
+  { title: 'OpenAiCallForm', required: ['sdp'] },
+);
+const SdpAnswer = Type.String({ title: 'SdpAnswer', description: 'The SDP answer; the call id is in Location.' });
+
+/** The schemas above the document names (components.schemas). */
+export const OPENAI_NAMED_SCHEMAS = [ClientSecretsCreate, ClientSecretResponse, SdpOffer, OpenAiCallForm, SdpAnswer];
 const DEFAULT_SECRET_SECONDS = 600;
+/** The largest session a client secret carries (stored until it expires): instructions and tools of any real app fit. */
+const MAX_SECRET_SESSION_BYTES = 64 * 1024;
 
 /** Which calls requests this plugin answers: raw SDP or multipart, as OpenAI's clients send them. */
 export const OPENAI_CALL_FORMS = /^(application\/sdp|multipart\/form-data)\b/i;
@@ -39,7 +61,8 @@ export const callFormConstraint = {
   },
 };
 
-function bodyProblem(req: FastifyRequest): HttpError | undefined {
+/** A body that failed its schema, as an OpenAI error (400). */
+export function bodyProblem(req: FastifyRequest): HttpError | undefined {
   const v = req.validationError as (Error & { validation?: Parameters<typeof paramProblem>[0] }) | undefined;
   if (!v) return undefined;
   if (!v.validation) return openAiError(400, 'invalid_json', 'The body is not valid JSON.');
@@ -80,9 +103,10 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
       onRequest: requireApiKey(services, openAiKeyError),
       attachValidation: true,
       schema: {
-        summary: "OpenAI's client secret: an ephemeral key (ek_…) for a browser, with the call's initial session",
+        summary: "OpenAI's client secret: an ephemeral key (ek_…) for a browser, with the call's initial session (API key)",
+        tags: ['openai'],
         body: ClientSecretsCreate,
-        response: { 200: Type.Object({ value: Type.String(), expires_at: Type.Integer(), session: Type.Record(Type.String(), Type.Unknown()) }), 400: { $ref: 'OpenAiError#' }, 401: { $ref: 'OpenAiError#' } },
+        response: { 200: ClientSecretResponse, 400: { $ref: 'OpenAiError#' }, 401: { $ref: 'OpenAiError#' } },
       },
     },
     async (req) => {
@@ -94,6 +118,10 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
       }
       const applied = applyOpenAiSession(openAiDefaultSession(services.sessionDefaults), wire ?? {}, services.sessionDefaults.turnDetection);
       if (!applied.ok) throw openAiError(400, applied.problem.code, applied.problem.message, applied.problem.param);
+      const size = Buffer.byteLength(JSON.stringify(applied.session));
+      if (size > MAX_SECRET_SESSION_BYTES) {
+        throw openAiError(400, 'session_too_large', `The session is ${size} bytes; a client secret carries at most ${MAX_SECRET_SESSION_BYTES} (instructions and tools included).`, 'session');
+      }
       const { token, claims } = services.tokens.mint(req.apiKeyId!, undefined, req.body?.expires_after?.seconds ?? DEFAULT_SECRET_SECONDS);
       services.metrics.tokensIssued.inc();
       if (wire) await services.clientSecretSessions.put(claims.jti, applied.session, claims.exp);
@@ -105,19 +133,21 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
     '/v1/realtime/calls',
     {
       constraints: { callForm: 'openai' },
+      config: {
+        openApiBody: { 'application/sdp': SdpOffer, 'multipart/form-data': OpenAiCallForm },
+        openApiHeaders: { 201: { Location: Type.String({ description: '/v1/realtime/calls/{call id}: the call id names the call for hangup.' }) } },
+      } satisfies OpenApiRouteConfig,
       onRequest: requireToken(services),
       preParsing: passCallsWhenFull(services),
       schema: {
-        summary: 'OpenAI form: the raw SDP offer (application/sdp) or multipart sdp + session; 201 with the SDP answer and Location',
-        consumes: ['application/sdp', 'multipart/form-data'],
+        summary: "OpenAI's forms: the raw SDP offer, or multipart sdp and session; 201 with the SDP answer and Location (ephemeral token)",
+        tags: ['openai'],
         produces: ['application/sdp'],
-        response: { 201: Type.String({ description: 'The SDP answer (application/sdp)' }), 400: { $ref: 'OpenAiError#' }, 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' }, 503: { $ref: 'OpenAiError#' } },
+        response: { 201: SdpAnswer, 400: { $ref: 'OpenAiError#' }, 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' }, 429: { $ref: 'OpenAiError#' }, 503: { $ref: 'OpenAiError#' } },
       },
     },
     async (req, reply) => {
       const { sdp, session: wire } = await readCallForm(req);
-      const reading = readOffer(sdp);
-      if (!reading.ok) throw openAiError(400, 'invalid_offer', `The SDP offer cannot be used: ${reading.problems.join('; ')}.`, 'sdp');
       // The app's session: what it set at client_secrets, then the request's own.
       let session: Session = openAiDefaultSession(services.sessionDefaults);
       const minted = await services.clientSecretSessions.get(req.token!.jti);
@@ -127,22 +157,17 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
         if (!applied.ok) throw openAiError(400, applied.problem.code, applied.problem.message, applied.problem.param);
         session = applied.session;
       }
-      try {
-        const { answerSdp, conversationId } = await services.calls.create({
-          apiKeyId: req.apiKeyId!,
-          endUser: req.token!.end_user ?? null,
-          offerSdp: sdp,
-          plan: reading.plan,
-          candidates: [],
-          session,
-          protocol: 'openai',
-        });
-        return reply.code(201).type('application/sdp').header('Location', `/v1/realtime/calls/${conversationId}`).send(answerSdp);
-      } catch (err) {
-        if (err instanceof CallCapacityExceeded) throw openAiError(503, 'server_busy', err.message, null, { 'Retry-After': '5' });
-        if (err instanceof OfferRejected) throw openAiError(400, 'invalid_offer', `The SDP offer could not be applied: ${err.message}`, 'sdp');
-        throw err;
-      }
+      const { answerSdp, conversationId } = await callFromOffer(
+        services,
+        { apiKeyId: req.apiKeyId!, tokenId: req.token!.jti, endUser: req.token!.end_user ?? null, sdp, session, protocol: 'openai' },
+        {
+          unusable: (problems) => openAiError(400, 'invalid_offer', `The SDP offer cannot be used: ${problems.join('; ')}.`, 'sdp'),
+          rejected: (message) => openAiError(400, 'invalid_offer', `The SDP offer could not be applied: ${message}`, 'sdp'),
+          busy: (message) => openAiError(503, 'server_busy', message, null, { 'Retry-After': '5' }),
+          limited: (err) => callLimited('openai', err, services.metrics),
+        },
+      );
+      return reply.code(201).type('application/sdp').header('Location', `/v1/realtime/calls/${conversationId}`).send(answerSdp);
     },
   );
 
@@ -152,8 +177,9 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
       onRequest: requireTokenOrApiKey(services),
       schema: {
         summary: 'Ends a call (API key of its owner, or a token of that key)',
+        tags: ['openai'],
         params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
-        response: { 200: Type.Object({}), 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' }, 404: { $ref: 'OpenAiError#' } },
+        response: { 200: Type.Object({}), 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' }, 404: { $ref: 'OpenAiError#' }, 503: { $ref: 'OpenAiError#' } },
       },
     },
     async (req, reply) => {
@@ -177,7 +203,7 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
 };
 
 /** The listener of the node carrying live call `id` of this key, when that is another node. */
-async function liveCallOwner(services: Services, id: string, apiKeyId: string): Promise<string | undefined> {
+export async function liveCallOwner(services: Services, id: string, apiKeyId: string): Promise<string | undefined> {
   const record = await services.conversations.get(id);
   if (!record || record.apiKeyId !== apiKeyId || !record.nodeId || record.nodeId === services.nodeId) return undefined;
   if (record.state !== 'connecting' && record.state !== 'active') return undefined;

@@ -1,5 +1,5 @@
-// Sample-rate conversion for speech: 48 kHz call audio to the 16 kHz speech recogniser and VAD,
-// and synthesiser output (16 / 22.05 kHz) up to 48 kHz.
+// Sample-rate conversion for speech: 48 kHz call audio to the 16 kHz speech recogniser and VAD (at
+// the transport's edge), and synthesiser output (16 / 22.05 kHz) up to 48 kHz.
 
 /** 48 kHz → 16 kHz: a 3-tap average (a cheap low-pass) then every third sample. */
 export function downsample48kTo16k(input: Int16Array): Int16Array {
@@ -25,10 +25,34 @@ export function resampleTo48k(input: Int16Array, fromRate: number): Int16Array {
 }
 
 /**
- * Any rate → 48 kHz by linear interpolation, for audio arriving in pieces (a streamed HTTP body):
- * each piece is converted as it comes, continuing exactly where the last one left off.
+ * A caller's frames at `fromRate` as frames at `toRate`: as they are when the rates match, averaged
+ * and decimated when `toRate` divides `fromRate` (48 → 16 kHz as downsample48kTo16k), and
+ * interpolated, continuing across frames, otherwise (8 kHz telephony up to 16 kHz).
  */
-export class StreamResamplerTo48k {
+export function frameConverter(fromRate: number, toRate: number): (frame: Int16Array) => Int16Array {
+  if (fromRate === toRate) return (frame) => frame;
+  const factor = fromRate / toRate;
+  if (Number.isInteger(factor)) {
+    return (input) => {
+      const out = new Int16Array(Math.floor(input.length / factor));
+      for (let i = 0, j = 0; j < out.length; j++) {
+        let sum = 0;
+        for (let k = 0; k < factor; k++) sum += input[i++]!;
+        out[j] = (sum / factor) | 0;
+      }
+      return out;
+    };
+  }
+  const resampler = new StreamResampler(fromRate, toRate);
+  return (frame) => resampler.push(frame);
+}
+
+/**
+ * Any rate → another by linear interpolation (48 kHz unless said), for audio arriving in pieces (a
+ * streamed HTTP body, a call's frames): each piece is converted as it comes, continuing exactly
+ * where the last one left off.
+ */
+export class StreamResampler {
   private readonly step: number;
   /** Input samples received and output samples made so far. */
   private received = 0;
@@ -36,8 +60,8 @@ export class StreamResamplerTo48k {
   /** The last sample of the previous piece. */
   private last = 0;
 
-  constructor(fromRate: number) {
-    this.step = fromRate / 48_000;
+  constructor(fromRate: number, toRate = 48_000) {
+    this.step = fromRate / toRate;
   }
 
   push(piece: Int16Array): Int16Array {

@@ -32,6 +32,8 @@ const app = {
   connectedAt: 0,
   peakLevel: 0,
   session: undefined as RealtimeSession | undefined,
+  /** The call's id (the transport reads it from the answer's Location), for a sideband connection. */
+  callId: undefined as string | undefined,
 
   async start(opts: StartOptions) {
     // The app's backend mints the client secret (the server API key stays there).
@@ -50,6 +52,7 @@ const app = {
     app.session = session;
     const t0 = performance.now();
     await session.connect({ apiKey: secret.value });
+    app.callId = transport.callId;
     app.connectedAt = performance.now();
     app.connectMs = app.connectedAt - t0;
     app.meter(audioElement);

@@ -6,6 +6,7 @@ import {
   RTCPeerConnection,
   RTCRtpCodecParameters,
   RtcpPacketConverter,
+  RtcpRrPacket,
   RtpPacket,
   isRtcp,
   type DtlsSocket,
@@ -15,7 +16,8 @@ import {
   type RTCRtpTransceiver,
   type RtcpPacket,
 } from 'werift';
-import type { AnswerRequest, MessageChannel, PeerFactory, PeerFactoryOptions, PeerState, ServerPeer } from './types.js';
+import type { MessageChannel } from '../../transport.js';
+import type { AnswerRequest, PeerFactory, PeerFactoryOptions, PeerState, ServerPeer } from './types.js';
 
 const STATES = new Set<PeerState>(['new', 'connecting', 'connected', 'disconnected', 'failed', 'closed']);
 const noop = () => {};
@@ -103,12 +105,19 @@ class WeriftPeer implements ServerPeer {
   }
 
   private watch(transport: RTCDtlsTransport): void {
+    // werift routes the client's receiver reports by the SSRC our sender had before ours replaced
+    // it, so they reach no one; taken here, they carry the call's round trips.
+    transport.onRtcp
+      .subscribe((rtcp) => {
+        if (rtcp.type === RtcpRrPacket.type) this.audioCb(rtcp.serialize());
+      })
+      .disposer(this.subscriptions);
     transport.onStateChange
       .subscribe((state) => {
         if (state === 'connected' && transport.dtls) skipPastFinishedRecord(transport.dtls);
         // The client's DTLS alert (its pc.close()) is a hang-up; werift leaves the peer connection
-        // "connected" until ICE consent expires, libdatachannel reports it as disconnected.
-        if (state === 'closed' && !this.closed) this.stateCb('disconnected');
+        // "connected" until ICE consent expires.
+        if (state === 'closed' && !this.closed) this.stateCb('closed');
       })
       .disposer(this.subscriptions);
   }

@@ -1,6 +1,7 @@
 // ServerPeer on libdatachannel (node-datachannel): native ICE/DTLS/SRTP/SCTP, raw RTP to us.
 import ndc from 'node-datachannel';
-import type { AnswerRequest, MessageChannel, PeerFactory, PeerFactoryOptions, PeerState, ServerPeer } from './types.js';
+import type { MessageChannel } from '../../transport.js';
+import type { AnswerRequest, PeerFactory, PeerFactoryOptions, PeerState, ServerPeer } from './types.js';
 
 const STATES = new Set<PeerState>(['new', 'connecting', 'connected', 'disconnected', 'failed', 'closed']);
 const noop = () => {};
@@ -72,7 +73,11 @@ class LibDataChannelPeer implements ServerPeer {
 
   onStateChange(cb: (state: PeerState) => void): void {
     this.pc.onStateChange((state) => {
-      if (STATES.has(state as PeerState)) cb(state as PeerState);
+      if (!STATES.has(state as PeerState)) return;
+      // libdatachannel says `disconnected` both for an ICE blip and for the client's DTLS close
+      // (which closes its ICE transport too): the ICE state tells them apart.
+      if (state === 'disconnected' && this.pc.iceState() === 'closed') return cb('closed');
+      cb(state as PeerState);
     });
   }
 

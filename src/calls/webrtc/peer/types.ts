@@ -1,7 +1,13 @@
 // The narrow interface between a call and the WebRTC stack that terminates it on the server, so the
 // stack can be swapped (and measured against another) without touching the call logic.
+import type { MessageChannel } from '../../transport.js';
 import type { OfferPlan } from '../sdpOffer.js';
 
+/**
+ * The peer connection's state, with ICE and DTLS told apart: `disconnected` is ICE losing the
+ * client for now (it may come back); `closed` is the DTLS session closed (the client hung up, its
+ * pc.close()) or the peer closed; `failed` is ICE or DTLS failing for good.
+ */
 export type PeerState = 'new' | 'connecting' | 'connected' | 'disconnected' | 'failed' | 'closed';
 
 export interface RemoteCandidate {
@@ -19,19 +25,11 @@ export interface AnswerRequest {
   receiveVideo: boolean;
 }
 
-/** A data channel the client opened, carrying text messages. */
-export interface MessageChannel {
-  readonly label: string;
-  send(text: string): boolean;
-  onMessage(cb: (text: string) => void): void;
-  onClose(cb: () => void): void;
-  close(): void;
-}
-
 export interface ServerPeer {
   /** Applies the offer and the client's candidates; resolves with the answer SDP once gathering is complete. */
   answer(req: AnswerRequest): Promise<string>;
   onStateChange(cb: (state: PeerState) => void): void;
+  /** A data channel the client opened, carrying text messages. */
   onDataChannel(cb: (channel: MessageChannel) => void): void;
   /** Raw RTP and RTCP packets arriving on the audio m-line (SRTP already removed). */
   onAudioPacket(cb: (packet: Buffer) => void): void;

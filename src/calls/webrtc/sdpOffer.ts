@@ -1,6 +1,6 @@
 // Reads a client's SDP offer into what the server's peer needs, or says plainly why it cannot be used.
 import { parse } from 'sdp-transform';
-import type { VideoCodec } from '../media/videoReceiver.js';
+import type { VideoCodec } from '../../media/videoReceiver.js';
 
 export interface OfferPlan {
   audioMid: string;

@@ -14,8 +14,9 @@
 //   5. Anything else (public unicast) is accepted.
 // A candidate whose address is not an IP literal (mDNS .local or any host name) is refused: the
 // stack would resolve it. Candidates learned from incoming checks (peer-reflexive) are not affected.
-import { BlockList, isIP } from 'node:net';
+import type { BlockList } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import { blockList, contains, familyOf, unmapped } from '../../system/cidr.js';
 import type { RemoteCandidate } from './peer/types.js';
 
 export type DropReason =
@@ -63,8 +64,6 @@ export interface CandidateFilterOptions {
   /** The server's own media addresses (see rule 4). */
   ownAddresses: string[];
 }
-
-type Family = 'ipv4' | 'ipv6';
 
 export class CandidateFilter {
   private readonly deny: BlockList;
@@ -133,41 +132,4 @@ export function ownMediaAddresses(bindAddress: string | undefined): string[] {
     .flat()
     .filter((i) => i && !i.internal)
     .map((i) => i!.address.replace(/%.*$/, ''));
-}
-
-/** Parses `a.b.c.d/n`, `x::y/n` or a bare address; throws on anything else (for configuration). */
-export function parseCidr(text: string): { address: string; prefix: number; family: Family } {
-  const [address = '', prefixText, extra] = text.trim().split('/');
-  const family = familyOf(address);
-  if (!family || extra !== undefined) throw new Error(`"${text}" is not an address or a CIDR range`);
-  const max = family === 'ipv4' ? 32 : 128;
-  const prefix = prefixText === undefined ? max : Number(prefixText);
-  if (!/^\d+$/.test(prefixText ?? String(max)) || prefix > max) throw new Error(`"${text}" has a bad prefix length`);
-  return { address, prefix, family };
-}
-
-function blockList(cidrs: string[]): BlockList {
-  const list = new BlockList();
-  for (const cidr of cidrs) {
-    const { address, prefix, family } = parseCidr(cidr);
-    list.addSubnet(address, prefix, family);
-  }
-  return list;
-}
-
-function contains(list: BlockList, address: string): boolean {
-  const plain = unmapped(address);
-  const family = familyOf(plain);
-  return !!family && list.check(plain, family);
-}
-
-function familyOf(address: string): Family | undefined {
-  const v = isIP(address);
-  return v === 4 ? 'ipv4' : v === 6 ? 'ipv6' : undefined;
-}
-
-/** An IPv4 address written as IPv6 (::ffff:a.b.c.d) is judged as the IPv4 address it is. */
-function unmapped(address: string): string {
-  const m = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  return m ? m[1]! : address;
 }

@@ -1,17 +1,23 @@
 // A call's media: the caller's audio in (RTP → jitter buffer → Opus → 20 ms PCM), the agent's audio
-// out (PCM → Opus → RTP on the media clock), the caller's camera (frames), and the RTCP reports.
+// out (PCM → Opus → RTP on the media clock), the caller's camera (frames), the RTCP reports each
+// way, and what they tell of the wire's quality.
 import { randomInt } from 'node:crypto';
-import { AudioReceiver } from '../media/audioReceiver.js';
-import { AudioSender } from '../media/audioSender.js';
-import type { AudioOut } from '../media/audio/format.js';
-import { buildReport } from '../media/rtcp.js';
-import { VideoReceiver, type VideoFrameInfo } from '../media/videoReceiver.js';
+import { isRtcp } from 'werift-rtp';
+import { AudioReceiver } from '../../media/audioReceiver.js';
+import { AudioSender } from '../../media/audioSender.js';
+import type { AudioOut } from '../../media/audio/format.js';
+import { callReport, ntpNow, readRtcp } from '../../media/rtcp.js';
+import { RoundTripMeter } from '../../media/roundTrip.js';
+import { VideoReceiver, type VideoFrameInfo } from '../../media/videoReceiver.js';
+import { rtpQuality, type WireQuality } from '../callFigures.js';
 import type { ServerPeer } from './peer/types.js';
 import type { OfferPlan } from './sdpOffer.js';
 
 export interface MediaSink {
   /** A 20 ms frame of the caller's audio. */
   audio(frame: Int16Array): void;
+  /** A 20 ms frame of the agent's audio as it leaves. */
+  agentAudio(frame: Int16Array): void;
   /** A frame of the caller's camera. */
   video(frame: VideoFrameInfo): void;
   /** Any packet from the caller (activity, for the idle timeout). */
@@ -24,6 +30,7 @@ export class MediaSession {
   private readonly sender: AudioSender;
   private readonly receiver: AudioReceiver;
   private readonly video: VideoReceiver | undefined;
+  private readonly roundTrips = new RoundTripMeter();
   private reportTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -35,6 +42,7 @@ export class MediaSession {
     this.sender = new AudioSender((p) => this.peer.sendAudioPacket(p), randomInt(1, 0xffffffff), plan.opusPayloadType, {
       encoder: { complexity: opusComplexity },
       onError: (err) => sink.failure(err),
+      onFrame: (frame) => sink.agentAudio(frame),
     });
     this.receiver = new AudioReceiver(plan.opusPayloadType, (frame) => sink.audio(frame));
     this.video = plan.video ? new VideoReceiver(plan.video.codecs, (frame) => sink.video(frame)) : undefined;
@@ -42,7 +50,8 @@ export class MediaSession {
     peer.onAudioPacket(
       this.guarded((p) => {
         sink.activity();
-        this.receiver.handle(p);
+        if (isRtcp(p)) this.handleRtcp(p);
+        else this.receiver.handle(p);
       }),
     );
     peer.onVideoPacket(this.guarded((p) => this.video?.handle(p)));
@@ -80,13 +89,24 @@ export class MediaSession {
     clearInterval(this.reportTimer);
   }
 
+  /** What the media measured of the wire: the caller's stream as received, ours as sent, the round trips. */
+  quality(): WireQuality {
+    return rtpQuality(this.receiver.stats, this.sender, this.roundTrips);
+  }
+
+  /** The caller's RTCP: its sender reports (for our reports' LSR) and its reports about our stream (round trips). */
+  private handleRtcp(packet: Buffer): void {
+    const now = performance.now();
+    const wallClock = ntpNow();
+    const { senderReports, receptionReports } = readRtcp(packet);
+    for (const ntp of senderReports) this.receiver.senderReport(ntp);
+    for (const block of receptionReports) {
+      if (block.ssrc === this.sender.ssrc) this.roundTrips.reportReceived(block.lsr, block.dlsr, now, wallClock);
+    }
+  }
+
   private sendReport(): void {
-    const report = buildReport(
-      'parley',
-      { ssrc: this.sender.ssrc, rtpTimestamp: this.sender.rtpTimestamp, packets: this.sender.packets, octets: this.sender.octets },
-      this.receiver.reportBlock(),
-      this.sender.packets > 0,
-    );
-    this.peer.sendAudioPacket(report);
+    const { packet, senderReportNtp } = callReport(this.sender, this.receiver);
+    if (this.peer.sendAudioPacket(packet) && senderReportNtp !== undefined) this.roundTrips.senderReportSent(senderReportNtp, performance.now());
   }
 }

@@ -45,3 +45,16 @@ test("Parley's coturn on all interfaces behind 1:1 NAT: the public address in UR
   assert.ok(lines.includes('denied-peer-ip=127.0.0.0-127.255.255.255'));
   assert.ok(!lines.some((l) => l.startsWith('listening-ip=') || l.startsWith('relay-ip=') || l === 'allow-loopback-peers'));
 });
+
+test('the generated coturn config bounds what a credential may hold and denies every written form of private addresses', () => {
+  const lines = managedCoturnConfig(loadConfig({ TURN_SECRETS: SECRET, HOST: '0.0.0.0' }), [SECRET], 3479).split('\n');
+  for (const line of ['user-quota=10', 'total-quota=2000', 'max-bps=500000', 'no-tcp-relay']) assert.ok(lines.includes(line), line);
+  const denied = lines.filter((l) => l.startsWith('denied-peer-ip=')).map((l) => l.slice('denied-peer-ip='.length));
+  for (const range of ['::2-::ffff:ffff', '::ffff:0.0.0.0-::ffff:255.255.255.255', '::ffff:0:0.0.0.0-::ffff:0:255.255.255.255', '2001:db8::-2001:db8:ffff:ffff:ffff:ffff:ffff:ffff', 'fec0::-feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff', '::1']) {
+    assert.ok(denied.includes(range), range);
+  }
+  // coturn reads a bare `::` entry as every address.
+  assert.ok(!denied.includes('::'));
+  const relaying = managedCoturnConfig(loadConfig({ TURN_SECRETS: SECRET, TURN_TCP_RELAY: 'true', TURN_USER_QUOTA: '3' }), [SECRET], 3479).split('\n');
+  assert.ok(!relaying.includes('no-tcp-relay') && relaying.includes('user-quota=3'));
+});

@@ -1,4 +1,4 @@
-// The turn detector: 48 kHz frames in, turns out. A fake VAD (loudness as probability) checks the
+// The turn detector: 16 kHz frames in (48 kHz test audio as the transport converts it), turns out. A fake VAD (loudness as probability) checks the
 // windowing, timestamps, preroll and ordering exactly; the real VADs (Silero, WebRTC) check synthetic
 // non-speech and a flite-spoken sentence.
 import assert from 'node:assert/strict';
@@ -66,7 +66,8 @@ function loudnessVad(windowSamples: number, opts: { async?: boolean; fail?: (n: 
 }
 
 function pushAll(detector: TurnDetector, pcm: Int16Array, frameMs: number): void {
-  for (const f of frames(pcm, frameMs)) detector.push(f);
+  // The call delivers the voice agent 16 kHz audio (converted at the transport's edge).
+  for (const f of frames(pcm, frameMs)) detector.push(downsample48kTo16k(f));
 }
 
 // 1 s silence, 1 s tone, 200 ms pause, 0.5 s tone, 1 s silence.
@@ -155,7 +156,7 @@ test('close() closes the VAD, after a window it is still judging', async () => {
   const r = record(vad);
   pushAll(r.detector, silence(100), 20);
   r.detector.close();
-  r.detector.push(tone(20));
+  r.detector.push(downsample48kTo16k(tone(20)));
   await until('VAD closed', () => vad.closed, (c) => c);
   assert.equal(vad.judged, 1, 'no window judged after close');
 });

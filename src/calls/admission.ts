@@ -1,0 +1,145 @@
+// Who may open another call on this node. Every call holds a ticket from its offer to its end and
+// counts against: the node's limit (MAX_CONCURRENT_CALLS), the calls of its API key
+// (MAX_CALLS_PER_KEY) and of its token (MAX_CALLS_PER_TOKEN). Until its peer connects it is
+// half-open and counts against a smaller budget as well, node-wide (MAX_HALF_OPEN_CALLS) and per
+// key (MAX_HALF_OPEN_CALLS_PER_KEY): offers that never connect cost nothing to post, so they
+// must not be able to hold the slots of live calls. Counted in this process (each node, each worker).
+
+/** Whose call it is. */
+export interface Caller {
+  apiKeyId: string;
+  /** The ephemeral token's id (jti). */
+  tokenId: string;
+}
+
+/** 0 turns a per-caller limit (or the half-open budget) off. */
+export interface AdmissionLimits {
+  maxCalls: number;
+  maxHalfOpen: number;
+  maxCallsPerKey: number;
+  maxHalfOpenPerKey: number;
+  maxCallsPerToken: number;
+}
+
+export interface AdmissionCounts {
+  calls: number;
+  halfOpen: number;
+}
+
+/** Seconds a refused client is told to wait: half-open calls connect or time out within seconds. */
+export const RETRY_AFTER_SECONDS = 5;
+
+/** The node cannot take another call now, from anyone (answered 503 with Retry-After; another node may). */
+export class CallCapacityExceeded extends Error {}
+
+/** This caller is at one of its own limits (answered 429 with Retry-After; never passed to another node). */
+export class CallLimitExceeded extends Error {
+  constructor(
+    message: string,
+    /** Which limit: for parley_rate_limited_total{limit}. */
+    readonly limit: 'calls-key' | 'calls-key-half-open' | 'calls-token-concurrent',
+  ) {
+    super(message);
+  }
+}
+
+/** A call's place in the counts: half-open until connected(), given back once by release(). */
+export interface AdmissionTicket {
+  connected(): void;
+  release(): void;
+}
+
+/** Counts by subject, forgetting subjects at zero (bounded by the calls there are). */
+class Tally {
+  private readonly counts = new Map<string, number>();
+  get(subject: string): number {
+    return this.counts.get(subject) ?? 0;
+  }
+  add(subject: string, delta: 1 | -1): void {
+    const n = this.get(subject) + delta;
+    if (n > 0) this.counts.set(subject, n);
+    else this.counts.delete(subject);
+  }
+}
+
+export class Admission {
+  private calls = 0;
+  private halfOpen = 0;
+  private readonly callsPerKey = new Tally();
+  private readonly halfOpenPerKey = new Tally();
+  private readonly callsPerToken = new Tally();
+
+  constructor(
+    private readonly limits: AdmissionLimits,
+    /** Told the counts after every change (metrics). */
+    private readonly observe: (counts: AdmissionCounts) => void = () => {},
+  ) {}
+
+  get counts(): AdmissionCounts {
+    return { calls: this.calls, halfOpen: this.halfOpen };
+  }
+
+  /** The node takes no call from anyone now: at its limit, or its half-open budget is spent. */
+  get isFull(): boolean {
+    const { maxCalls, maxHalfOpen } = this.limits;
+    return this.calls >= maxCalls || (maxHalfOpen > 0 && this.halfOpen >= maxHalfOpen);
+  }
+
+  /** The limit of its own this caller is at, if any (whether or not the node is full). */
+  callerRefusal(caller: Caller): CallLimitExceeded | undefined {
+    const { maxCallsPerKey, maxHalfOpenPerKey, maxCallsPerToken } = this.limits;
+    if (maxCallsPerToken > 0 && this.callsPerToken.get(caller.tokenId) >= maxCallsPerToken) {
+      return new CallLimitExceeded(`This ephemeral token already has ${maxCallsPerToken} calls (its limit); end one first.`, 'calls-token-concurrent');
+    }
+    if (maxCallsPerKey > 0 && this.callsPerKey.get(caller.apiKeyId) >= maxCallsPerKey) {
+      return new CallLimitExceeded(`This API key already has ${maxCallsPerKey} calls on this server (its limit); end one first.`, 'calls-key');
+    }
+    if (maxHalfOpenPerKey > 0 && this.halfOpenPerKey.get(caller.apiKeyId) >= maxHalfOpenPerKey) {
+      return new CallLimitExceeded(
+        `This API key already has ${maxHalfOpenPerKey} calls still connecting on this server (its limit); retry once they connect or time out.`,
+        'calls-key-half-open',
+      );
+    }
+    return undefined;
+  }
+
+  /** A ticket for a new (half-open) call; throws CallLimitExceeded or CallCapacityExceeded. */
+  admit(caller: Caller): AdmissionTicket {
+    // The caller's own limits first: a caller at its limit is told so, not sent to another node.
+    const refusal = this.callerRefusal(caller);
+    if (refusal) throw refusal;
+    if (this.calls >= this.limits.maxCalls) throw new CallCapacityExceeded('This server is at its limit of concurrent calls; retry shortly.');
+    if (this.isFull) throw new CallCapacityExceeded('This server has too many calls still connecting; retry shortly.');
+    const { apiKeyId, tokenId } = caller;
+    this.calls++;
+    this.callsPerKey.add(apiKeyId, 1);
+    this.callsPerToken.add(tokenId, 1);
+    this.halfOpen++;
+    this.halfOpenPerKey.add(apiKeyId, 1);
+    this.observe(this.counts);
+    let halfOpen = true;
+    let held = true;
+    const leaveHalfOpen = () => {
+      if (!halfOpen) return;
+      halfOpen = false;
+      this.halfOpen--;
+      this.halfOpenPerKey.add(apiKeyId, -1);
+    };
+    return {
+      connected: () => {
+        if (!held || !halfOpen) return;
+        leaveHalfOpen();
+        this.observe(this.counts);
+      },
+      release: () => {
+        if (!held) return;
+        held = false;
+        leaveHalfOpen();
+        this.calls--;
+        this.callsPerKey.add(apiKeyId, -1);
+        this.callsPerToken.add(tokenId, -1);
+        this.observe(this.counts);
+      },
+    };
+  }
+}

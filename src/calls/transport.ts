@@ -1,0 +1,73 @@
+// The seam between a call and the wire that carries it (WebRTC, a WebSocket, SIP). A
+// transport turns its wire into the call's terms — the caller's audio as PCM frames at the rate the
+// call asks for, a channel of text messages for the event protocol, and connected / interrupted /
+// lost — and plays the call's audio out in its own codec. The call never learns which wire it is on.
+import type { AudioOut } from '../media/audio/format.js';
+import type { VideoFrameInfo } from '../media/videoReceiver.js';
+import type { Session } from '../session/session.js';
+import type { WireQuality } from './callFigures.js';
+
+/** A channel of text messages between the client and the call's event protocol. */
+export interface MessageChannel {
+  /** The client's name for it (a data channel's label), for logs. */
+  readonly label: string;
+  send(text: string): boolean;
+  onMessage(cb: (text: string) => void): void;
+  onClose(cb: () => void): void;
+  close(): void;
+}
+
+/** What a transport tells its call. */
+export interface TransportEvents {
+  /** The caller is reachable and media flows (ICE and DTLS up; a socket accepted). Again after an interruption. */
+  connected(): void;
+  /** The caller is unreachable for now (an ICE blip): the call waits a grace period for connected(). */
+  interrupted(): void;
+  /** The caller is gone for good; `reason` becomes the call's end reason (hangup, ice_failed…). */
+  lost(reason: string): void;
+  /** 20 ms of the caller's audio, mono PCM at the rate last set with setInputRate. */
+  audio(frame: Int16Array): void;
+  /** A key the caller pressed (a phone's DTMF). */
+  dtmf(digit: string): void;
+  /** A frame of the caller's camera. */
+  video(frame: VideoFrameInfo): void;
+  /** Anything from the caller (the idle timeout starts again). */
+  activity(): void;
+  /** The event channel opened (once): the call's protocol speaks on it. */
+  channel(channel: MessageChannel): void;
+  /** The transport's media path threw: the call cannot trust its audio any more. */
+  failure(err: Error): void;
+  /** The agent's audio (48 kHz mono) as it leaves for the caller: sent now on a media track, or handed to a client that plays it next. */
+  agentAudio(pcm: Int16Array): void;
+  /** Agent audio to send inside events (base64 in the session's encoding), from a transport whose wire has no media track. */
+  outputAudio(audio: string): void;
+}
+
+export interface CallTransport {
+  /** Which wire this is (`webrtc`…), for logs and metrics. */
+  readonly kind: string;
+  /** Where the agent's speech goes: 48 kHz mono PCM, encoded and clocked out by the transport. */
+  readonly audioOut: AudioOut;
+  /** Starts telling `events` what happens; nothing is told before. */
+  attach(events: TransportEvents): void;
+  /** The sample rate the caller's audio is delivered at from now on (what the agent declares it needs). */
+  setInputRate(rate: number): void;
+  /** The session changed (its audio encodings, for a wire that carries audio inside events). */
+  sessionChanged?(session: Session): void;
+  /** The client's audio inside an event (base64); false when this wire carries audio elsewhere (a media track). */
+  appendAudio?(audio: string): boolean;
+  /** What it measured of its wire so far (loss, jitter, round trips, bitrate); still valid after close. */
+  quality?(): WireQuality;
+  /** Releases the wire; `reason` is the call's end reason (a transport may wait for its goodbye to leave). */
+  close(reason: string): Promise<void>;
+}
+
+/** A transport made for a call whose id is now known, and how to accept the client's request (an SDP answer). */
+export interface PendingTransport<Accepted> {
+  transport: CallTransport;
+  /** Completes the set-up with the client; rejects with TransportRejected when the client's request cannot be used. */
+  accept(): Promise<Accepted>;
+}
+
+/** The client's transport request cannot be used (an offer the stack refuses): a client error. */
+export class TransportRejected extends Error {}

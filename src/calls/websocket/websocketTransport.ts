@@ -1,0 +1,145 @@
+// A call over a WebSocket (OpenAI's Realtime WebSocket interface): the socket is the event channel,
+// and audio travels inside events, base64 in the session's encoding (PCM 24 kHz, G.711 8 kHz) —
+// decoded and framed here for the agent, and the agent's speech encoded here as fast as it is
+// synthesised (the client plays it, so nothing is queued on this side).
+import type { WebSocket } from 'ws';
+import { FRAME_SAMPLES, SAMPLE_RATE, type AudioOut } from '../../media/audio/format.js';
+import { StreamResampler, frameConverter } from '../../media/audio/resample.js';
+import { WIRE_RATE, decodeWireAudio, encodeWireAudio } from '../../media/audio/wireAudio.js';
+import type { AudioEncoding, Session } from '../../session/session.js';
+import { bytesOnlyQuality, type AudioTally, type WireQuality } from '../callFigures.js';
+import type { CallTransport, TransportEvents } from '../transport.js';
+import { websocketChannel } from './websocketChannel.js';
+
+/** Close codes (RFC 6455): going away (shutdown), policy (a client too slow to read), normal. */
+const CLOSE_CODE: Record<string, number> = { server_shutdown: 1001, client_too_slow: 1008 };
+
+export class WebSocketTransport implements CallTransport {
+  readonly kind = 'websocket';
+  readonly audioOut: AudioOut;
+  private events: TransportEvents | undefined;
+  private socket: WebSocket | undefined;
+  private closed = false;
+  private inputEncoding: AudioEncoding = 'pcm16';
+  private outputEncoding: AudioEncoding = 'pcm16';
+  private agentRate = SAMPLE_RATE;
+  private toAgentRate = new StreamResampler(WIRE_RATE.pcm16, SAMPLE_RATE);
+  private fromAgent = frameConverter(SAMPLE_RATE, WIRE_RATE.pcm16);
+  /** Input samples (at the agent's rate) short of a whole 20 ms frame. */
+  private partial = new Int16Array(0);
+  /** Wire audio bytes each way and the seconds they carried, for the call's bitrates. */
+  private readonly received: AudioTally = { bytes: 0, seconds: 0 };
+  private readonly sent: AudioTally = { bytes: 0, seconds: 0 };
+
+  /** `maxUnsentBytes`: what a client that does not read may leave unsent before its session ends. */
+  constructor(private readonly maxUnsentBytes: number) {
+    const drained = new Set<() => void>();
+    this.audioOut = {
+      write: (pcm) => {
+        if (this.closed) return;
+        const wire = encodeWireAudio(this.fromAgent(pcm), this.outputEncoding);
+        this.sent.bytes += wire.length;
+        this.sent.seconds += pcm.length / SAMPLE_RATE;
+        this.events?.outputAudio(wire.toString('base64'));
+        // The client plays it from now on, after what it was sent before.
+        this.events?.agentAudio(pcm);
+        // Handed to the client at once: the queue is dry again as soon as this turn of the loop ends.
+        setImmediate(() => {
+          for (const cb of drained) cb();
+        });
+      },
+      clear: () => 0,
+      queuedMs: 0,
+      onDrained: (cb) => {
+        drained.add(cb);
+        return () => drained.delete(cb);
+      },
+    };
+  }
+
+  attach(events: TransportEvents): void {
+    this.events = events;
+    if (this.socket) this.announce();
+  }
+
+  /** The upgraded socket (the call was admitted before the upgrade). */
+  bind(socket: WebSocket): void {
+    this.socket = socket;
+    if (this.closed) return void socket.close(CLOSE_CODE.server_shutdown ?? 1000);
+    if (this.events) this.announce();
+  }
+
+  setInputRate(rate: number): void {
+    this.agentRate = rate;
+    this.rebuildInput();
+  }
+
+  sessionChanged(session: Session): void {
+    const input = session.inputAudio ?? 'pcm16';
+    const output = session.outputAudio ?? 'pcm16';
+    if (input !== this.inputEncoding) {
+      this.inputEncoding = input;
+      this.rebuildInput();
+    }
+    if (output !== this.outputEncoding) {
+      this.outputEncoding = output;
+      this.fromAgent = frameConverter(SAMPLE_RATE, WIRE_RATE[output]);
+    }
+  }
+
+  appendAudio(audio: string): boolean {
+    const wire = Buffer.from(audio, 'base64');
+    const decoded = decodeWireAudio(wire, this.inputEncoding);
+    this.received.bytes += wire.length;
+    this.received.seconds += decoded.length / WIRE_RATE[this.inputEncoding];
+    const samples = this.toAgentRate.push(decoded);
+    const frame = (this.agentRate * FRAME_SAMPLES) / SAMPLE_RATE;
+    let all = samples;
+    if (this.partial.length) {
+      all = new Int16Array(this.partial.length + samples.length);
+      all.set(this.partial);
+      all.set(samples, this.partial.length);
+    }
+    let at = 0;
+    for (; at + frame <= all.length; at += frame) this.events?.audio(all.slice(at, at + frame));
+    this.partial = all.slice(at);
+    return true;
+  }
+
+  quality(): WireQuality {
+    return bytesOnlyQuality(this.received, this.sent);
+  }
+
+  async close(reason: string): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const socket = this.socket;
+    if (!socket) return;
+    if (reason === 'client_too_slow') return void socket.terminate();
+    // After the goodbye event: ws sends what is queued before its close frame.
+    socket.close(CLOSE_CODE[reason] ?? 1000, reason.slice(0, 100));
+  }
+
+  private rebuildInput(): void {
+    this.toAgentRate = new StreamResampler(WIRE_RATE[this.inputEncoding], this.agentRate);
+    this.partial = new Int16Array(0);
+  }
+
+  private announce(): void {
+    const socket = this.socket!;
+    const events = this.events!;
+    socket.on('close', () => {
+      if (!this.closed) events.lost('hangup');
+    });
+    socket.on('error', () => {
+      if (!this.closed) events.lost('connection_lost');
+    });
+    events.connected();
+    // A client that does not read: its session ends rather than the node's memory growing.
+    events.channel(
+      websocketChannel(socket, 'websocket', this.maxUnsentBytes, () => {
+        if (!this.closed) events.lost('client_too_slow');
+      }),
+    );
+  }
+}

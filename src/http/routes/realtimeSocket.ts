@@ -1,0 +1,129 @@
+// OpenAI's Realtime WebSocket front door: `GET /v1/realtime?model=…` upgraded to a WebSocket that
+// speaks the same event protocol as the `oai-events` data channel, with audio inside events (see
+// calls/websocket). Credentials and admission are settled before the upgrade, so a refusal is an
+// ordinary HTTP answer (401, 429, 503) the client can read.
+import websocket from '@fastify/websocket';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { looksLikeApiKey } from '../../auth/apiKeys.js';
+import type { TokenClaims } from '../../auth/tokens.js';
+import { CallCapacityExceeded, CallLimitExceeded } from '../../calls/callManager.js';
+import { openAiDefaultSession } from '../../calls/protocol/openaiSession.js';
+import { websocketChannel } from '../../calls/websocket/websocketChannel.js';
+import { WebSocketTransport } from '../../calls/websocket/websocketTransport.js';
+import type { Session } from '../../session/session.js';
+import type { Services } from '../../services.js';
+import { randomId } from '../../system/ids.js';
+import { CLIENT_SECRET_PREFIX, bearerCredential, verifyApiKey, verifyToken } from '../auth.js';
+import { openAiError } from '../errors.js';
+import { callLimited } from '../rateLimits.js';
+
+/** The largest client message: a few seconds of PCM in one append, with room to spare. */
+const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+
+/** The browser form's credential: a subprotocol `openai-insecure-api-key.<secret>`. */
+const KEY_SUBPROTOCOL = 'openai-insecure-api-key.';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The session's own transport, admitted before the upgrade; or the live call a sideband connection attaches to. */
+    socketTransport?: WebSocketTransport;
+    sideband?: { callId: string; apiKeyId: string };
+  }
+}
+
+const badCredential = () => openAiError(401, 'invalid_api_key', 'Incorrect API key provided or the API key is inactive.');
+
+/** Who is calling: the server API key or a token (ek_ client secret) in the header, or an ek_ secret in a subprotocol. */
+async function authenticate(services: Services, req: FastifyRequest): Promise<{ apiKeyId: string; token: TokenClaims | null }> {
+  const header = bearerCredential(req.headers.authorization);
+  const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
+  const fromProtocol = offered.find((p) => p.startsWith(KEY_SUBPROTOCOL))?.slice(KEY_SUBPROTOCOL.length);
+  const credential = header ?? fromProtocol;
+  if (!credential) throw badCredential();
+  if (looksLikeApiKey(credential)) {
+    // A permanent key in a subprotocol is one a browser page holds: refused, as OpenAI does.
+    if (!header) throw openAiError(401, 'invalid_api_key', 'An API key may not be offered as a subprotocol; use an ephemeral client secret (ek_…) there.');
+    const apiKeyId = await verifyApiKey(services, credential);
+    if (!apiKeyId) throw badCredential();
+    return { apiKeyId, token: null };
+  }
+  if (!header && !credential.startsWith(CLIENT_SECRET_PREFIX)) throw badCredential();
+  const token = await verifyToken(services, credential);
+  if (!token) throw badCredential();
+  return { apiKeyId: token.sub, token };
+}
+
+export const realtimeSocketRoutes = (services: Services): FastifyPluginAsync => async (app) => {
+  await app.register(websocket, {
+    options: {
+      maxPayload: MAX_MESSAGE_BYTES,
+      perMessageDeflate: false,
+      // OpenAI's browser form offers `realtime` beside its credential; the answer names it.
+      handleProtocols: (protocols) => (protocols.has('realtime') ? 'realtime' : false),
+    },
+  });
+
+  app.get<{ Querystring: { model?: string; call_id?: string } }>(
+    '/v1/realtime',
+    {
+      websocket: true,
+      schema: {
+        summary: "OpenAI's Realtime over WebSocket: a session speaking the realtime events (audio inside them), or with call_id a sideband connection to a live call",
+        tags: ['openai'],
+        querystring: { type: 'object', properties: { model: { type: 'string', maxLength: 128 }, call_id: { type: 'string', maxLength: 64 } } },
+      },
+      // Before the upgrade: whatever refuses the session answers in HTTP. Credentials first; the
+      // calls-per-token rate limit (rateLimits.ts) comes between them and the session's admission.
+      preValidation: async (req) => {
+        // A plain GET would be admitted as a session that never connects: told what this route is instead.
+        if (String(req.headers.upgrade ?? '').toLowerCase() !== 'websocket') {
+          throw openAiError(426, 'upgrade_required', 'This route is a WebSocket: connect with a WebSocket client (wss://…/v1/realtime?model=…).', null, { Upgrade: 'websocket' });
+        }
+        const { apiKeyId, token } = await authenticate(services, req);
+        req.apiKeyId = apiKeyId;
+        if (token) req.token = token;
+      },
+      preHandler: async (req) => {
+        const apiKeyId = req.apiKeyId!;
+        const token = req.token ?? null;
+        if (req.query.call_id !== undefined) return attachingSideband(req, apiKeyId, token);
+        let session: Session = openAiDefaultSession(services.sessionDefaults);
+        const minted = token ? await services.clientSecretSessions.get(token.jti) : undefined;
+        if (minted) session = { ...session, ...(minted as Session) };
+        if (req.query.model) session = { ...session, model: req.query.model };
+        const transport = new WebSocketTransport(services.config.WEBSOCKET_MAX_UNSENT_BYTES);
+        // The beta dialect, asked for by header (server clients) or subprotocol (browsers).
+        const beta = /realtime=v1/.test(String(req.headers['openai-beta'] ?? '')) || String(req.headers['sec-websocket-protocol'] ?? '').includes('openai-beta.realtime-v1');
+        try {
+          await services.calls.create(
+            // An API key's session has no token: it is counted under the key, and its own id.
+            { apiKeyId, tokenId: token?.jti ?? randomId('ws_'), endUser: token?.end_user ?? null, session, protocol: beta ? 'openai-beta' : 'openai' },
+            () => ({ transport, accept: async () => undefined }),
+          );
+        } catch (err) {
+          if (err instanceof CallLimitExceeded) throw callLimited('openai', err, services.metrics);
+          if (err instanceof CallCapacityExceeded) throw openAiError(503, 'server_busy', err.message, null, { 'Retry-After': '5' });
+          throw err;
+        }
+        req.socketTransport = transport;
+      },
+    },
+    (socket, req) => {
+      if (req.socketTransport) return req.socketTransport.bind(socket);
+      const { callId, apiKeyId } = req.sideband!;
+      // A sideband reader that stops reading is cut off; the call goes on.
+      const channel = websocketChannel(socket, 'sideband', services.config.WEBSOCKET_MAX_UNSENT_BYTES, () => socket.terminate());
+      if (!services.calls.attachControl(callId, apiKeyId, channel)) socket.close(1000, 'call_ended');
+    },
+  );
+
+  /** A sideband connection: the server API key of the call's owner, and the call live on this node. */
+  function attachingSideband(req: FastifyRequest<{ Querystring: { call_id?: string } }>, apiKeyId: string, token: TokenClaims | null): void {
+    if (token) throw openAiError(401, 'invalid_api_key', "A call's sideband connection needs the server API key of the call's owner, not a client secret.");
+    const callId = req.query.call_id!;
+    const call = services.calls.get(callId);
+    // Another key's call is indistinguishable from a missing one.
+    if (!call || call.apiKeyId !== apiKeyId) throw openAiError(404, 'call_not_found', `No live call with id '${callId}' on this server.`, 'call_id');
+    req.sideband = { callId, apiKeyId };
+  }
+};

@@ -1,0 +1,74 @@
+// A phone call's media on loopback sockets: symmetric RTP (our audio goes where the caller's comes
+// from, not where its SDP said; a third party's packets are dropped once latched), G.711 frames
+// for the agent, key presses.
+import assert from 'node:assert/strict';
+import { createSocket, type Socket } from 'node:dgram';
+import { after, test } from 'node:test';
+import alawmulaw from 'alawmulaw';
+import { SipTransport } from '../../src/calls/sip/sipTransport.ts';
+import { readRtp, writeRtp } from '../../src/media/rtp.ts';
+import { tone } from '../helpers/pcm.ts';
+import { until } from '../helpers/wait.ts';
+
+const sockets: Socket[] = [];
+
+async function udp(): Promise<{ socket: Socket; port: number; received: Buffer[] }> {
+  const socket = createSocket('udp4');
+  sockets.push(socket);
+  const received: Buffer[] = [];
+  socket.on('message', (m) => received.push(m));
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+  return { socket, port: socket.address().port, received };
+}
+
+after(() => {
+  for (const s of sockets) s.close();
+});
+
+test('symmetric RTP, a third party dropped, G.711 both ways, key presses', async () => {
+  const announced = await udp();
+  const caller = await udp();
+  const stranger = await udp();
+  const transport = await SipTransport.open('127.0.0.1', { address: '127.0.0.1', port: announced.port, rtcpPort: announced.port + 1, codec: 'pcmu', payloadType: 0, dtmfPayloadType: 101, direction: 'sendrecv', ptime: 20 });
+  const frames: Int16Array[] = [];
+  const digits: string[] = [];
+  let connected = false;
+  transport.attach({
+    connected: () => (connected = true),
+    interrupted: () => {},
+    lost: () => {},
+    audio: (frame) => frames.push(frame),
+    agentAudio: () => {},
+    dtmf: (digit) => digits.push(digit),
+    video: () => {},
+    activity: () => {},
+    channel: () => {},
+    failure: (err) => assert.fail(err),
+    outputAudio: () => {},
+  });
+  // Closed whatever happens: its sockets and media clock would keep the test process alive.
+  after(() => transport.close());
+  transport.setInputRate(16_000);
+  transport.confirm();
+  assert.ok(connected);
+
+  const payload = Buffer.from(alawmulaw.mulaw.encode(tone(20, 440).filter((_, i) => i % 6 === 0)));
+  const packet = (seq: number, pt = 0, body: Uint8Array = payload) => writeRtp({ payloadType: pt, sequenceNumber: seq, timestamp: seq * 160, ssrc: 7, marker: false }, body);
+  for (let seq = 1; seq <= 10; seq++) caller.socket.send(packet(seq), transport.rtpPort, '127.0.0.1');
+  await until("the caller's frames", () => frames.length, (n) => n >= 6);
+  assert.equal(frames[0]!.length, 320, '20 ms at the 16 kHz asked for');
+
+  // Ours go to the caller's source, not to the address its SDP gave.
+  transport.audioOut.write(tone(200));
+  await until('our audio at the caller', () => caller.received.filter((p) => readRtp(p)?.payloadType === 0).length, (n) => n >= 5);
+  assert.equal(announced.received.filter((p) => readRtp(p)).length, 0);
+
+  const before = frames.length;
+  const sent = [];
+  for (let seq = 11; seq <= 30; seq++) sent.push(new Promise((resolve) => stranger.socket.send(packet(seq), transport.rtpPort, '127.0.0.1', resolve)));
+  await Promise.all(sent);
+  // The caller's key press after the stranger's packets (on loopback, queued once sent): once it is told, they were all read.
+  caller.socket.send(packet(31, 101, Buffer.from([5, 0, 0, 160])), transport.rtpPort, '127.0.0.1');
+  await until('the key press', () => digits.join(''), (d) => d === '5');
+  assert.ok(frames.length <= before + 3, `the stranger's packets were dropped (${frames.length - before} frames after)`);
+});
