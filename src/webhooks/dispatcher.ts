@@ -1,0 +1,155 @@
+// Sends the outbox's due deliveries, on every node: polls the store (and is kicked when this node
+// writes an event), claims rows (outbox.ts) and posts each, signed per Standard Webhooks. At most
+// `concurrency` requests are in flight and one per endpoint, so a slow receiver holds one slot, not
+// the others' deliveries. 2xx: delivered; 410: the endpoint is disabled; anything else is retried
+// (backoff.ts). Secrets are never logged.
+import type { FastifyBaseLogger } from 'fastify';
+import { Webhook } from 'standardwebhooks';
+import { nextAttemptAt } from './backoff.js';
+import type { WebhookEndpointStore } from './endpoints.js';
+import type { Delivery, WebhookOutbox } from './outbox.js';
+
+/** How long settled deliveries stay listed (parley webhooks deliveries) before they are forgotten. */
+export const SETTLED_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+const PRUNE_EVERY_MS = 60 * 60 * 1000;
+
+export interface DispatcherOptions {
+  pollMs: number;
+  timeoutMs: number;
+  /** Requests in flight on this node at once. */
+  concurrency: number;
+  /** The cap of the backoff between attempts. */
+  retryMaxMs: number;
+  /** Counts each attempt by outcome (delivered, retry, failed, disabled). */
+  attempted?: (outcome: string) => void;
+}
+
+export class WebhookDispatcher {
+  /** Endpoints with a request in flight from this node. */
+  private readonly busy = new Set<string>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout | undefined;
+  private pruneTimer: NodeJS.Timeout | undefined;
+  private pumping = false;
+  private again = false;
+  private stopped = false;
+
+  constructor(
+    private readonly outbox: WebhookOutbox,
+    private readonly endpoints: WebhookEndpointStore,
+    private readonly opts: DispatcherOptions,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.kick(), this.opts.pollMs);
+    this.timer.unref();
+    this.pruneTimer = setInterval(() => this.prune(), PRUNE_EVERY_MS);
+    this.pruneTimer.unref();
+    this.prune();
+    this.kick();
+  }
+
+  private prune(): void {
+    this.outbox.prune(new Date(Date.now() - SETTLED_RETENTION_MS)).catch((err: Error) => this.log.warn({ err }, 'settled webhook deliveries not pruned'));
+  }
+
+  /** Looks for due deliveries now (an event was just written). */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    void this.pump()
+      .catch((err: Error) => this.log.warn({ err }, 'webhook deliveries not claimed'))
+      .finally(() => {
+        this.pumping = false;
+        if (this.again) {
+          this.again = false;
+          this.kick();
+        }
+      });
+  }
+
+  /** Stops claiming and waits for the requests in flight (each within its timeout). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    clearInterval(this.pruneTimer);
+    await Promise.all([...this.inFlight]);
+  }
+
+  /** A claim lasts beyond the request's timeout, so only a crashed node's claim lapses. */
+  private get leaseMs(): number {
+    return 2 * this.opts.timeoutMs + 5000;
+  }
+
+  private async pump(): Promise<void> {
+    const free = this.opts.concurrency - this.inFlight.size;
+    const claimed = await this.outbox.claimDue(free, this.leaseMs, this.busy);
+    for (const delivery of claimed) {
+      this.busy.add(delivery.endpointId);
+      const attempt = this.attempt(delivery)
+        .catch((err: Error) => this.log.warn({ err, delivery: delivery.id }, 'webhook delivery outcome not recorded'))
+        .finally(() => {
+          this.busy.delete(delivery.endpointId);
+          this.inFlight.delete(attempt);
+          this.kick();
+        });
+      this.inFlight.add(attempt);
+    }
+  }
+
+  private async attempt(delivery: Delivery): Promise<void> {
+    const secret = await this.endpoints.secretOf(delivery.endpointId);
+    if (!secret) {
+      this.opts.attempted?.('disabled');
+      return this.outbox.dropped(delivery.id, 'endpoint removed or disabled');
+    }
+    const outcome = await post(delivery, secret, this.opts.timeoutMs);
+    if (outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300) {
+      this.opts.attempted?.('delivered');
+      return this.outbox.delivered(delivery.id, outcome.statusCode);
+    }
+    if (outcome.statusCode === 410) {
+      this.opts.attempted?.('disabled');
+      this.log.warn({ endpoint: delivery.endpointId }, 'webhook endpoint answered 410 Gone: disabled');
+      await this.outbox.attemptFailed(delivery.id, { statusCode: 410, error: 'endpoint answered 410 Gone' }, null);
+      return this.endpoints.disable(delivery.endpointId);
+    }
+    const next = nextAttemptAt(Date.parse(delivery.createdAt), delivery.attempts, this.opts.retryMaxMs);
+    this.opts.attempted?.(next === null ? 'failed' : 'retry');
+    if (next === null) this.log.warn({ endpoint: delivery.endpointId, event: delivery.eventId, error: outcome.error }, 'webhook delivery given up');
+    await this.outbox.attemptFailed(delivery.id, outcome, next);
+  }
+}
+
+/** One signed POST; its outcome (a status code, or null and why there was none). */
+async function post(delivery: Delivery, secret: string, timeoutMs: number): Promise<{ statusCode: number | null; error: string }> {
+  const timestamp = new Date();
+  const signature = new Webhook(secret).sign(delivery.eventId, timestamp, delivery.payload);
+  try {
+    const res = await fetch(delivery.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'Parley-Webhooks',
+        'webhook-id': delivery.eventId,
+        'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
+        'webhook-signature': signature,
+      },
+      body: delivery.payload,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    // The body is not needed; reading it frees the connection.
+    await res.arrayBuffer().catch(() => {});
+    return { statusCode: res.status, error: res.ok ? '' : `answered ${res.status}` };
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string } };
+    const error = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.message);
+    return { statusCode: null, error };
+  }
+}
