@@ -1,0 +1,233 @@
+// A phone call's media (the SIP dialog itself is the UAS's, sipServer.ts): plain RTP/AVP over UDP
+// with G.711 each way, RFC 4733 key presses, and RTCP on its own port. Symmetric RTP: our audio goes
+// where the caller's comes from (callers behind NAT announce addresses nobody can reach); the first
+// valid packets latch that source and packets from any other are dropped.
+import { randomInt } from 'node:crypto';
+import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
+import { isRtcp } from 'werift-rtp';
+import { AudioReceiver } from '../../media/audioReceiver.js';
+import { AudioSender } from '../../media/audioSender.js';
+import { SAMPLE_RATE, type AudioOut } from '../../media/audio/format.js';
+import { frameConverter } from '../../media/audio/resample.js';
+import { g711Decoder, g711Encoder } from '../../media/g711.js';
+import { callReport, ntpNow, readRtcp } from '../../media/rtcp.js';
+import { RoundTripMeter } from '../../media/roundTrip.js';
+import { readRtp } from '../../media/rtp.js';
+import { TelephoneEvents } from '../../media/telephoneEvent.js';
+import { rtpQuality, type WireQuality } from '../callFigures.js';
+import type { CallTransport, TransportEvents } from '../transport.js';
+import { answerDirection, type AudioOffer } from './sdp.js';
+
+/** RTCP every five seconds, RFC 3550's minimum interval. */
+const RTCP_INTERVAL_MS = 5000;
+
+interface Endpoint {
+  address: string;
+  port: number;
+}
+
+/** The dialog's side of the call, as the transport needs it. */
+export interface SipDialogControl {
+  /** Ends the dialog from our side (BYE), for a call that ends here. */
+  hangUp(): void;
+}
+
+export class SipTransport implements CallTransport {
+  readonly kind = 'sip';
+  private readonly sender: AudioSender;
+  private readonly receiver: AudioReceiver;
+  private readonly keys = new TelephoneEvents();
+  private readonly roundTrips = new RoundTripMeter();
+  private events: TransportEvents | undefined;
+  private toInputRate: (frame: Int16Array) => Int16Array = (frame) => frame;
+  private offer: AudioOffer;
+  /** Where our RTP and RTCP go: the offer's addresses until the caller's packets latch theirs. */
+  private rtpPeer: Endpoint;
+  private rtcpPeer: Endpoint;
+  private rtpLatched = false;
+  private rtcpLatched = false;
+  private reportTimer: NodeJS.Timeout | undefined;
+  private confirmed = false;
+  private closed = false;
+  private dialog: SipDialogControl | undefined;
+  /** The caller ended the dialog (BYE or CANCEL): nothing to say back on close. */
+  private endedByCaller = false;
+
+  private constructor(
+    private readonly rtp: Socket,
+    private readonly rtcp: Socket,
+    offer: AudioOffer,
+  ) {
+    this.offer = offer;
+    this.rtpPeer = { address: offer.address, port: offer.port };
+    this.rtcpPeer = { address: offer.address, port: offer.rtcpPort };
+    this.sender = new AudioSender((p) => this.sendRtp(p), randomInt(1, 0xffffffff), offer.payloadType, {
+      codec: g711Encoder(offer.codec),
+      onError: (err) => this.events?.failure(err),
+      // The agent's audio as it leaves, for the call's recording.
+      onFrame: (frame) => this.events?.agentAudio(frame),
+    });
+    this.receiver = new AudioReceiver(offer.payloadType, (frame) => this.events?.audio(this.toInputRate(frame)), g711Decoder(offer.codec));
+    rtp.on('message', (packet, from) => this.guarded(() => this.onRtp(packet, from)));
+    rtcp.on('message', (packet, from) => this.guarded(() => this.onRtcp(packet, from)));
+  }
+
+  /** Binds the RTP and RTCP sockets on `host` for a call answering `offer`. */
+  static async open(host: string, offer: AudioOffer): Promise<SipTransport> {
+    const [rtp, rtcp] = await Promise.all([bind(host), bind(host)]);
+    return new SipTransport(rtp, rtcp, offer);
+  }
+
+  get rtpPort(): number {
+    return this.rtp.address().port;
+  }
+
+  get rtcpPort(): number {
+    return this.rtcp.address().port;
+  }
+
+  get currentOffer(): AudioOffer {
+    return this.offer;
+  }
+
+  get audioOut(): AudioOut {
+    return this.sender;
+  }
+
+  /** The dialog this transport's call is, once it is established. */
+  bindDialog(dialog: SipDialogControl): void {
+    this.dialog = dialog;
+  }
+
+  attach(events: TransportEvents): void {
+    this.events = events;
+    if (this.confirmed) events.connected();
+  }
+
+  setInputRate(rate: number): void {
+    this.toInputRate = frameConverter(SAMPLE_RATE, rate);
+  }
+
+  /** The caller acknowledged our answer (ACK): the call is up and audio flows both ways. */
+  confirm(): void {
+    if (this.confirmed || this.closed) return;
+    this.confirmed = true;
+    this.sender.start();
+    this.reportTimer = setInterval(() => this.guarded(() => this.sendReport()), RTCP_INTERVAL_MS);
+    this.events?.connected();
+  }
+
+  /** A new offer in the dialog (re-INVITE: hold, resume, a moved media address). */
+  update(offer: AudioOffer): void {
+    const moved = offer.address !== this.offer.address || offer.port !== this.offer.port;
+    this.offer = { ...offer, codec: this.offer.codec, payloadType: this.offer.payloadType };
+    if (moved && offer.address !== '0.0.0.0') {
+      this.rtpPeer = { address: offer.address, port: offer.port };
+      this.rtcpPeer = { address: offer.address, port: offer.rtcpPort };
+      this.rtpLatched = this.rtcpLatched = false;
+    }
+  }
+
+  /** The caller hung up (BYE) or gave up (CANCEL). */
+  callerEnded(reason: string): void {
+    this.endedByCaller = true;
+    this.events?.lost(reason);
+  }
+
+  quality(): WireQuality {
+    return rtpQuality(this.receiver.stats, this.sender, this.roundTrips);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.sender.stop();
+    clearInterval(this.reportTimer);
+    if (!this.endedByCaller) this.dialog?.hangUp();
+    this.rtp.close();
+    this.rtcp.close();
+  }
+
+  private guarded(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.events?.failure(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  /** Whether our direction lets us send audio now (not while the caller holds us). */
+  private get sending(): boolean {
+    const ours = answerDirection(this.offer.direction);
+    return ours === 'sendrecv' || ours === 'sendonly';
+  }
+
+  private sendRtp(packet: Buffer): boolean {
+    if (this.closed || !this.sending || this.rtpPeer.address === '0.0.0.0') return false;
+    this.rtp.send(packet, this.rtpPeer.port, this.rtpPeer.address);
+    return true;
+  }
+
+  private onRtp(packet: Buffer, from: RemoteInfo): void {
+    if (this.closed) return;
+    if (this.rtpLatched && !same(from, this.rtpPeer)) return;
+    const header = readRtp(packet);
+    const dtmf = this.offer.dtmfPayloadType;
+    // Only a packet of the stream we agreed latches (a stray or forged datagram is not RTP of ours).
+    if (!header || (header.payloadType !== this.offer.payloadType && header.payloadType !== dtmf)) return;
+    if (!this.rtpLatched) {
+      this.rtpLatched = true;
+      this.rtpPeer = { address: from.address, port: from.port };
+    }
+    this.events?.activity();
+    if (header.payloadType === dtmf) {
+      const digit = this.keys.read(header.payload, header.timestamp);
+      if (digit) this.events?.dtmf(digit);
+      return;
+    }
+    this.receiver.handle(packet);
+  }
+
+  private onRtcp(packet: Buffer, from: RemoteInfo): void {
+    if (this.closed) return;
+    if (this.rtcpLatched && !same(from, this.rtcpPeer)) return;
+    if (!isRtcp(packet)) return;
+    const { senderReports, receptionReports } = readRtcp(packet);
+    if (!senderReports.length && !receptionReports.length) return;
+    if (!this.rtcpLatched) {
+      this.rtcpLatched = true;
+      this.rtcpPeer = { address: from.address, port: from.port };
+    }
+    const now = performance.now();
+    const wallClock = ntpNow();
+    for (const ntp of senderReports) this.receiver.senderReport(ntp);
+    for (const block of receptionReports) {
+      if (block.ssrc === this.sender.ssrc) this.roundTrips.reportReceived(block.lsr, block.dlsr, now, wallClock);
+    }
+  }
+
+  /** Our report: a receiver report on the caller's stream, a sender report once we have sent audio. */
+  private sendReport(): void {
+    if (this.rtcpPeer.address === '0.0.0.0') return;
+    const { packet, senderReportNtp } = callReport(this.sender, this.receiver);
+    this.rtcp.send(packet, this.rtcpPeer.port, this.rtcpPeer.address);
+    if (senderReportNtp !== undefined) this.roundTrips.senderReportSent(senderReportNtp, performance.now());
+  }
+}
+
+function same(from: RemoteInfo, peer: Endpoint): boolean {
+  return from.address === peer.address && from.port === peer.port;
+}
+
+function bind(host: string): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = createSocket(host.includes(':') ? 'udp6' : 'udp4');
+    socket.once('error', reject);
+    socket.bind(0, host, () => {
+      socket.off('error', reject);
+      // A send to a closed port reports ICMP as an error here: not the call's concern.
+      socket.on('error', () => {});
+      resolve(socket);
+    });
+  });
+}

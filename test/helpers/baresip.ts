@@ -1,0 +1,94 @@
+// Debian's baresip as a SIP caller: headless, its microphone a WAV file (aufile), what it hears
+// dumped to WAV files (sndfile), commands over its ctrl_tcp socket (netstring JSON), and its SIP
+// trace (-s) on stdout.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { join } from 'node:path';
+import { until } from './wait.ts';
+
+/** A port free on loopback for TCP (and, as the OS hands them out, very likely UDP too). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Baresip {
+  proc: ChildProcess;
+  /** Its stdout so far (the SIP trace and its status lines). */
+  out: () => string;
+  /** Runs a command (`dial`, `hangup`, `sndcode`…) through ctrl_tcp. */
+  command: (command: string, params?: string) => Promise<void>;
+  /** The WAV files of what it heard (decoded audio), once written. */
+  heard: () => string[];
+  stop: () => Promise<void>;
+}
+
+/**
+ * Starts baresip in `dir` as `user` (with `password` for digest), speaking `wav` (8 kHz mono
+ * 16-bit: aufile wants the codec's rate); when the file ends, baresip hangs up.
+ */
+export async function startBaresip(dir: string, opts: { user: string; password?: string; wav: string }): Promise<Baresip> {
+  mkdirSync(dir, { recursive: true });
+  const ctrlPort = await freePort();
+  writeFileSync(
+    join(dir, 'config'),
+    [
+      'poll_method epoll',
+      'sip_listen 127.0.0.1:0',
+      `audio_source aufile,${opts.wav}`,
+      // A player nobody listens to: what baresip hears is taken by sndfile, before the player.
+      'audio_player aubridge,nowhere',
+      'module_path /usr/lib/baresip/modules',
+      'module g711.so',
+      'module aufile.so',
+      'module aubridge.so',
+      'module sndfile.so',
+      'module_app account.so',
+      'module_app menu.so',
+      'module_app ctrl_tcp.so',
+      `ctrl_tcp_listen 127.0.0.1:${ctrlPort}`,
+      `snd_path ${dir}`,
+      '',
+    ].join('\n'),
+  );
+  writeFileSync(join(dir, 'accounts'), `<sip:${opts.user}@127.0.0.1>;regint=0${opts.password ? `;auth_pass=${opts.password}` : ''}\n`);
+  const proc = spawn('baresip', ['-f', dir, '-s'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<void>((resolve) => proc.on('exit', () => resolve()));
+  await until('baresip ready', () => out, (o) => o.includes('baresip is ready'), 30_000);
+  return {
+    proc,
+    out: () => out,
+    command: (command, params = '') =>
+      new Promise((resolve, reject) => {
+        const json = JSON.stringify({ command, params, token: 'test' });
+        const socket = connect(ctrlPort, '127.0.0.1', () => socket.write(`${Buffer.byteLength(json)}:${json},`));
+        let answer = '';
+        socket.on('data', (d) => {
+          answer += d;
+          // Its answer names our token: the command ran.
+          if (answer.includes('"token":"test"')) {
+            socket.end();
+            resolve();
+          }
+        });
+        socket.on('error', reject);
+      }),
+    heard: () =>
+      readdirSync(dir)
+        .filter((f) => f.startsWith('dump-') && f.endsWith('-dec.wav'))
+        .map((f) => join(dir, f)),
+    stop: async () => {
+      if (proc.exitCode === null) proc.kill('SIGTERM');
+      await exited;
+    },
+  };
+}

@@ -1,0 +1,330 @@
+// The SIP front door with a real SIP user agent (Debian's baresip) on loopback: a spoken question
+// over G.711 answered by the agent (transcript in the record, the reply audible in what baresip
+// heard), BYE from baresip ending the call, a call hung up from Parley's side (baresip gets the
+// BYE) with DTMF digits read on the sideband WebSocket, digest authentication refusing a wrong
+// password; and raw SIP over UDP and TCP: malformed requests and a fuzz run answered 4xx or not at
+// all, the process alive and no call left behind.
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { createSocket } from 'node:dgram';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import WebSocket from 'ws';
+import { encodeWav, readWav } from '../src/media/audio/wav.ts';
+import { startBaresip, freePort, type Baresip } from './helpers/baresip.ts';
+import { rms } from './helpers/pcm.ts';
+import { startServer, type RunningServer } from './helpers/server.ts';
+import { speak } from './helpers/speech.ts';
+import { until } from './helpers/wait.ts';
+
+const USER = 'alice';
+const PASSWORD = 'correct-horse-battery';
+
+let server: RunningServer;
+let sipPort: number;
+let dir: string;
+const callers: Baresip[] = [];
+
+async function conversation(id: string): Promise<any> {
+  const res = await fetch(`${server.baseUrl}/v1/realtime/conversations/${id}`, { headers: { authorization: `Bearer ${server.devKey}` } });
+  return res.json();
+}
+
+/** The call id Parley gave the call baresip placed (its 200 OK names it). */
+async function callIdOf(caller: Baresip): Promise<string> {
+  const out = await until('the call answered', caller.out, (o) => /X-Parley-Call-Id: (conv_\S+)/.test(o), 60_000);
+  return /X-Parley-Call-Id: (conv_\S+)/.exec(out)![1]!;
+}
+
+/** A WAV file for baresip's microphone: 8 kHz mono, `speech` between silences. */
+function microphone(name: string, parts: (string | { silenceMs: number })[]): string {
+  const pcm = parts.map((p) => (typeof p === 'string' ? speak(p, 8000) : new Int16Array(p.silenceMs * 8)));
+  const file = join(dir, name);
+  writeFileSync(file, encodeWav(pcm, 8000));
+  return file;
+}
+
+async function caller(name: string, wav: string, password = PASSWORD): Promise<Baresip> {
+  const b = await startBaresip(join(dir, name), { user: USER, password, wav });
+  callers.push(b);
+  return b;
+}
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'parley-sip-'));
+  sipPort = await freePort();
+  server = await startServer({ SIP_PORT: String(sipPort), SIP_USERS: `${USER}:${PASSWORD}` });
+});
+
+after(async () => {
+  for (const c of callers) await c.stop();
+  await server?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('SIP calls from baresip', () => {
+  test('the agent answers a spoken question; BYE from baresip ends the call and its record', async () => {
+    // When its file ends, baresip hangs up: time enough after the question for the reply.
+    const wav = microphone('question.wav', [{ silenceMs: 1000 }, 'what time is it', { silenceMs: 20_000 }]);
+    const b = await caller('question', wav);
+    await b.command('dial', `sip:agent@127.0.0.1:${sipPort}`);
+    const id = await callIdOf(b);
+    const record = await until('the call ended by its BYE', () => conversation(id), (c) => c.state === 'ended', 90_000);
+    assert.equal(record.end_reason, 'hangup');
+    assert.equal(record.quality.transport, 'sip');
+    assert.ok(record.quality.inbound.packets > 100, `packets from baresip: ${record.quality.inbound.packets}`);
+    const question = record.items.find((i: any) => i.role === 'user');
+    // PocketSphinx hears 8 kHz G.711 poorly: a transcript, not its words.
+    assert.ok(question?.text.trim().length > 0, `a transcript of the question: ${JSON.stringify(record.items)}`);
+    assert.ok(record.items.some((i: any) => i.role === 'assistant' && i.text.length > 0), 'a reply');
+    assert.match(b.out(), new RegExp(`UDP 127\\.0\\.0\\.1:\\d+ -> 127\\.0\\.0\\.1:${sipPort}\\r?\\nBYE `));
+    await b.stop();
+    const heard = b.heard();
+    assert.equal(heard.length, 1, `baresip's recording: ${heard}`);
+    const { samples } = readWav(readFileSync(heard[0]!));
+    assert.ok(rms(samples) > 300, `the agent's reply is audible in what baresip heard (rms ${rms(samples)})`);
+  });
+
+  test("DTMF reaches the sideband WebSocket; a hangup from Parley's side sends baresip a BYE", async () => {
+    const wav = microphone('silence.wav', [{ silenceMs: 120_000 }]);
+    const b = await caller('keys', wav);
+    await b.command('dial', `sip:agent@127.0.0.1:${sipPort}`);
+    const id = await callIdOf(b);
+    await until('the call up', () => conversation(id), (c) => c.connected_at !== null, 30_000);
+    const socket = new WebSocket(`${server.baseUrl.replace('http', 'ws')}/v1/realtime?call_id=${id}`, { headers: { authorization: `Bearer ${server.devKey}` } });
+    const digits: string[] = [];
+    socket.on('message', (data) => {
+      const event = JSON.parse(String(data));
+      if (event.type === 'parley.input_audio_buffer.dtmf') digits.push(event.digit);
+    });
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    await b.command('sndcode', '42#');
+    await until('the digits on the sideband', () => digits.join(''), (d) => d === '42#', 30_000);
+
+    const hangup = await fetch(`${server.baseUrl}/v1/realtime/calls/${id}/hangup`, { method: 'POST', headers: { authorization: `Bearer ${server.devKey}` } });
+    assert.equal(hangup.status, 200);
+    await until('baresip got the BYE', b.out, (o) => new RegExp(`UDP 127\\.0\\.0\\.1:${sipPort} -> [^\\n]+\\r?\\nBYE `).test(o), 30_000);
+    // …and answered it: the dialog is over on its side too.
+    await until('baresip answered the BYE', b.out, (o) => new RegExp(`-> 127\\.0\\.0\\.1:${sipPort}\\r?\\nSIP/2\\.0 200 OK\\r\\n(?:[^\\r]*\\r\\n)*?CSeq: \\d+ BYE`).test(o), 30_000);
+    const record = await until('the record ended', () => conversation(id), (c) => c.state === 'ended', 30_000);
+    assert.equal(record.end_reason, 'hangup_request');
+    socket.close();
+  });
+
+  test('a call over TCP, hung up by baresip', async () => {
+    const wav = microphone('tcp.wav', [{ silenceMs: 120_000 }]);
+    const b = await caller('tcp', wav);
+    await b.command('dial', `sip:agent@127.0.0.1:${sipPort};transport=tcp`);
+    const id = await callIdOf(b);
+    assert.match(b.out(), new RegExp(`TCP 127\\.0\\.0\\.1:${sipPort} -> `));
+    await until('the call up', () => conversation(id), (c) => c.connected_at !== null, 30_000);
+    await b.command('hangup');
+    const record = await until('the record ended', () => conversation(id), (c) => c.state === 'ended', 30_000);
+    assert.equal(record.end_reason, 'hangup');
+  });
+
+  test('a wrong digest password is refused', async () => {
+    const wav = microphone('refused.wav', [{ silenceMs: 10_000 }]);
+    const b = await caller('wrong-password', wav, 'not-the-password');
+    await b.command('dial', `sip:agent@127.0.0.1:${sipPort}`);
+    // Challenged, it answers with the wrong password, and is challenged again: the call fails.
+    const out = await until('two challenges', b.out, (o) => (o.match(/SIP\/2\.0 401 Unauthorized/g) ?? []).length >= 2, 30_000);
+    assert.match(out, /Authorization: Digest/);
+    assert.doesNotMatch(out, /X-Parley-Call-Id/);
+  });
+});
+
+describe('raw SIP', () => {
+  /** Sends `text` over UDP and resolves with the first final answer (or undefined after `waitMs`). */
+  function exchange(text: string | Buffer, waitMs = 2000): Promise<string | undefined> {
+    return new Promise((resolve) => {
+      const socket = createSocket('udp4');
+      const timer = setTimeout(() => done(undefined), waitMs);
+      const done = (answer: string | undefined) => {
+        clearTimeout(timer);
+        socket.close();
+        resolve(answer);
+      };
+      socket.on('message', (m) => {
+        const text = m.toString('latin1');
+        if (!/^SIP\/2\.0 1\d\d/.test(text)) done(text);
+      });
+      socket.send(text, sipPort, '127.0.0.1');
+    });
+  }
+
+  const status = (answer: string | undefined) => (answer ? Number(/^SIP\/2\.0 (\d{3})/.exec(answer)?.[1]) : undefined);
+
+  function request(method: string, opts: { body?: string; headers?: string[]; toTag?: string } = {}): string {
+    const body = opts.body ?? '';
+    return [
+      `${method} sip:agent@127.0.0.1:${sipPort} SIP/2.0`,
+      `Via: SIP/2.0/UDP 127.0.0.1:5999;branch=z9hG4bK${randomBytes(6).toString('hex')};rport`,
+      'Max-Forwards: 70',
+      `From: <sip:${USER}@127.0.0.1>;tag=${randomBytes(4).toString('hex')}`,
+      `To: <sip:agent@127.0.0.1>${opts.toTag ? `;tag=${opts.toTag}` : ''}`,
+      `Call-ID: ${randomBytes(8).toString('hex')}`,
+      `CSeq: 1 ${method}`,
+      'Contact: <sip:alice@127.0.0.1:5999>',
+      ...(opts.headers ?? []),
+      ...(body ? ['Content-Type: application/sdp'] : []),
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      '',
+      body,
+    ].join('\r\n');
+  }
+
+  /** An Authorization header answering the challenge in `answer`. */
+  function authorization(answer: string, method: string): string {
+    const nonce = /nonce="([^"]+)"/.exec(answer)![1]!;
+    const md5 = (s: string) => createHash('md5').update(s).digest('hex');
+    const uri = `sip:agent@127.0.0.1:${sipPort}`;
+    const response = md5(`${md5(`${USER}:parley:${PASSWORD}`)}:${nonce}:00000001:abc:auth:${md5(`${method}:${uri}`)}`);
+    return `Authorization: Digest username="${USER}", realm="parley", nonce="${nonce}", uri="${uri}", response="${response}", algorithm=MD5, qop=auth, nc=00000001, cnonce="abc"`;
+  }
+
+  const G729_ONLY = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 18\r\na=rtpmap:18 G729/8000\r\n';
+
+  test('OPTIONS, unknown dialogs, unauthenticated INVITEs, INVITEs without a codec we speak', async () => {
+    assert.equal(status(await exchange(request('OPTIONS'))), 200);
+    assert.equal(status(await exchange(request('BYE', { toTag: 'nosuch' }))), 481);
+    assert.equal(status(await exchange(request('INVITE', { toTag: 'nosuch', body: G729_ONLY }))), 481);
+    assert.equal(status(await exchange(request('REGISTER'))), 405);
+    assert.equal(status(await exchange(request('CANCEL'))), 481, 'a CANCEL of no INVITE');
+    const challenge = await exchange(request('INVITE', { body: G729_ONLY }));
+    assert.equal(status(challenge), 401);
+    assert.equal(status(await exchange(request('INVITE', { headers: [authorization(challenge!, 'INVITE')] }))), 488, 'no SDP');
+    assert.equal(status(await exchange(request('INVITE', { body: G729_ONLY, headers: [authorization(challenge!, 'INVITE')] }))), 488, 'G.729 only');
+    // A CSeq naming another method: readable enough to be told it is wrong.
+    assert.equal(status(await exchange(request('INVITE').replace(/CSeq: 1 INVITE/, 'CSeq: 1 BYE'))), 400);
+    // Without Via or Call-ID it cannot be answered: silence.
+    assert.equal(await exchange(request('INVITE').replace(/Call-ID: \S+\r\n/, ''), 500), undefined);
+    assert.equal(await exchange(randomBytes(300), 500), undefined);
+    assert.equal(await exchange(request('INVITE', { headers: [`X-Padding: ${'a'.repeat(30_000)}`] }), 500), undefined, 'oversized');
+  });
+
+  test('a call in raw SIP: challenged, answered with SDP, ACKed, put on hold by re-INVITE, ended by BYE', async () => {
+    const socket = createSocket('udp4');
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+    const port = socket.address().port;
+    const heard: string[] = [];
+    socket.on('message', (m) => heard.push(m.toString('latin1')));
+    const callId = randomBytes(8).toString('hex');
+    const fromTag = randomBytes(4).toString('hex');
+    const offer = (direction: string) => `v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 0 101\r\na=rtpmap:101 telephone-event/8000\r\na=${direction}\r\n`;
+    const send = (method: string, seq: number, opts: { body?: string; headers?: string[]; toTag?: string } = {}) => {
+      const text = request(method, opts)
+        .replace(/Call-ID: \S+/, `Call-ID: ${callId}`)
+        .replace(/;tag=[0-9a-f]+\r\nTo:/, `;tag=${fromTag}\r\nTo:`)
+        .replace(/CSeq: 1 /, `CSeq: ${seq} `)
+        .replace('127.0.0.1:5999', `127.0.0.1:${port}`);
+      socket.send(text, sipPort, '127.0.0.1');
+    };
+    const answer = (what: string, pattern: RegExp) => until(what, () => heard.find((m) => pattern.test(m)), (m) => m !== undefined, 30_000) as Promise<string>;
+    try {
+      send('INVITE', 1, { body: offer('sendrecv') });
+      const challenge = await answer('a challenge', /^SIP\/2\.0 401 /);
+      send('INVITE', 2, { body: offer('sendrecv'), headers: [authorization(challenge, 'INVITE')] });
+      const ok = await answer('the answer', /^SIP\/2\.0 200 [^]*CSeq: 2 INVITE/);
+      assert.ok(heard.some((m) => /^SIP\/2\.0 100 /.test(m)) && heard.some((m) => /^SIP\/2\.0 180 /.test(m)), 'Trying and Ringing came first');
+      assert.match(ok, /m=audio \d+ RTP\/AVP 0 101/);
+      assert.match(ok, /a=sendrecv/);
+      const toTag = /\r\nTo: [^\r]*;tag=([^;\s]+)/.exec(ok)![1]!;
+      const id = /X-Parley-Call-Id: (\S+)/.exec(ok)![1]!;
+      send('ACK', 2, { toTag });
+      await until('the call connected', () => conversation(id), (c) => c.connected_at !== null, 30_000);
+
+      send('INVITE', 3, { toTag, body: offer('sendonly') });
+      const held = await answer('the hold answered', /^SIP\/2\.0 200 [^]*CSeq: 3 INVITE/);
+      assert.match(held, /a=recvonly/);
+      send('ACK', 3, { toTag });
+      send('INVITE', 4, { toTag, body: offer('sendrecv') });
+      const resumed = await answer('the resume answered', /^SIP\/2\.0 200 [^]*CSeq: 4 INVITE/);
+      assert.match(resumed, /a=sendrecv/);
+      send('ACK', 4, { toTag });
+
+      send('BYE', 5, { toTag });
+      await answer('the BYE answered', /^SIP\/2\.0 200 [^]*CSeq: 5 BYE/);
+      const record = await until('the record ended', () => conversation(id), (c) => c.state === 'ended', 30_000);
+      assert.equal(record.end_reason, 'hangup');
+      assert.equal(record.quality.transport, 'sip');
+      send('BYE', 6, { toTag });
+      await answer('a second BYE refused', /^SIP\/2\.0 481 [^]*CSeq: 6 BYE/);
+    } finally {
+      socket.close();
+    }
+  });
+
+  test('over TCP: OPTIONS answered on the connection; an unframeable stream closes it', async () => {
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(sipPort, '127.0.0.1', () => socket.write(request('OPTIONS').replace('SIP/2.0/UDP', 'SIP/2.0/TCP')));
+      let got = '';
+      socket.on('data', (d) => {
+        got += d;
+        if (got.includes('\r\n\r\n')) {
+          socket.destroy();
+          resolve(got);
+        }
+      });
+      socket.on('error', reject);
+    });
+    assert.equal(status(answer), 200);
+    const closed = await new Promise<boolean>((resolve) => {
+      const socket = connect(sipPort, '127.0.0.1', () => socket.write('INVITE sip:x SIP/2.0\r\nVia: SIP/2.0/TCP x\r\n\r\n'));
+      socket.on('close', () => resolve(true));
+      socket.on('error', () => {});
+      socket.resume();
+    });
+    assert.ok(closed);
+  });
+
+  test('a fuzz run of mutated INVITEs: 4xx or silence, the process alive, no call left', async () => {
+    const base = Buffer.from(request('INVITE', { body: 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 0 8 101\r\na=rtpmap:101 telephone-event/8000\r\n' }));
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    const statuses = new Map<number | undefined, number>();
+    const pending: Promise<void>[] = [];
+    for (let i = 0; i < 300; i++) {
+      const m = Buffer.from(base);
+      let mutated: Buffer = m;
+      switch (i % 4) {
+        case 0:
+          for (let k = 0; k < 1 + random(8); k++) m[random(m.length)] = random(256);
+          break;
+        case 1:
+          mutated = m.subarray(0, random(m.length));
+          break;
+        case 2: {
+          // A header line repeated, emptied or swapped for noise.
+          const lines = m.toString('latin1').split('\r\n');
+          const at = 1 + random(lines.length - 1);
+          lines[at] = [lines[at]! + lines[at]!, '', ':', 'Content-Length: 99999', 'CSeq: x INVITE', 'Via: '][random(6)]!;
+          mutated = Buffer.from(lines.join('\r\n'), 'latin1');
+          break;
+        }
+        default:
+          mutated = Buffer.concat([m.subarray(0, random(m.length)), randomBytes(random(200))]);
+      }
+      pending.push(
+        exchange(mutated, 1500).then((answer) => {
+          const s = status(answer);
+          statuses.set(s, (statuses.get(s) ?? 0) + 1);
+        }),
+      );
+      if (pending.length >= 20) await Promise.all(pending.splice(0));
+    }
+    await Promise.all(pending);
+    for (const s of statuses.keys()) assert.ok(s === undefined || (s >= 400 && s < 500), `status ${s} among ${JSON.stringify([...statuses])}`);
+    assert.ok([...statuses.keys()].some((s) => s !== undefined), `some mutations are answered: ${JSON.stringify([...statuses])}`);
+    assert.equal(server.proc.exitCode, null, 'the server is alive');
+    assert.equal(status(await exchange(request('OPTIONS'))), 200, 'and answers');
+    const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
+    assert.match(metrics, /^parley_active_calls 0$/m);
+  });
+});

@@ -1,0 +1,156 @@
+// Our own SIP code: the message parser and stream framing (including a fuzz run that must never
+// throw), the SDP offer reading and answer, digest authentication, RFC 4733 key presses.
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { test } from 'node:test';
+import { callerAdmission } from '../../src/calls/sip/callerAdmission.ts';
+import { DigestAuth } from '../../src/calls/sip/digest.ts';
+import { blockList } from '../../src/system/cidr.ts';
+import { frame, param, parseMessage, uriOf, userOf } from '../../src/calls/sip/message.ts';
+import { readOffer, writeAnswer } from '../../src/calls/sip/sdp.ts';
+import { TelephoneEvents } from '../../src/media/telephoneEvent.ts';
+
+const SDP = ['v=0', 'o=- 1 1 IN IP4 192.0.2.9', 's=-', 'c=IN IP4 192.0.2.9', 't=0 0', 'm=audio 40000 RTP/AVP 8 0 101', 'a=rtpmap:101 telephone-event/8000', 'a=sendrecv', ''].join('\r\n');
+
+const INVITE = [
+  'INVITE sip:agent@example.com SIP/2.0',
+  'v: SIP/2.0/UDP 192.0.2.9:5060;branch=z9hG4bKabc;rport, SIP/2.0/UDP 10.0.0.1;branch=z9hG4bKdef',
+  'f: "Bob, the caller" <sip:bob@example.com>;tag=1928',
+  't: <sip:agent@example.com>',
+  'i: a84b4c76e66710',
+  'CSeq: 314159 INVITE',
+  'Subject: folded',
+  '  across lines',
+  'm: <sip:bob@192.0.2.9>',
+  'c: application/sdp',
+  `l: ${Buffer.byteLength(SDP)}`,
+  '',
+  SDP,
+].join('\r\n');
+
+test('an INVITE with compact headers, a Via list and a folded line', () => {
+  const parsed = parseMessage(Buffer.from(INVITE));
+  assert.ok(parsed.ok);
+  const m = parsed.message;
+  assert.equal(m.kind, 'request');
+  assert.equal(m.kind === 'request' && m.method, 'INVITE');
+  assert.equal(m.branch, 'z9hG4bKabc');
+  assert.deepEqual(m.cseq, { seq: 314159, method: 'INVITE' });
+  assert.equal(m.headers.all('via').length, 2);
+  assert.equal(m.headers.get('subject'), 'folded across lines');
+  assert.equal(param(m.from, 'tag'), '1928');
+  assert.equal(uriOf(m.from), 'sip:bob@example.com');
+  assert.equal(userOf(m.from), 'bob');
+  assert.equal(m.body.toString(), SDP);
+});
+
+test('malformed messages read as errors, those that can be answered with the request', () => {
+  const mismatch = parseMessage(Buffer.from(INVITE.replace('CSeq: 314159 INVITE', 'CSeq: 314159 BYE')));
+  assert.ok(!mismatch.ok && mismatch.partial?.method === 'INVITE');
+  for (const bad of [INVITE.replace('i: a84b4c76e66710\r\n', ''), INVITE.replace(/l: \d+/, 'l: 99999'), INVITE.replace(/l: \d+/, 'l: -1'), INVITE.replace('CSeq: 314159', 'CSeq: x'), 'INVITE\r\n\r\n', INVITE.replace('\r\n\r\n', '\r\n')]) {
+    const parsed = parseMessage(Buffer.from(bad));
+    assert.ok(!parsed.ok && !parsed.partial, bad.slice(0, 60));
+  }
+});
+
+test('a fuzz run of mutated messages never throws', () => {
+  const base = Buffer.from(INVITE);
+  let seed = 42;
+  const random = (n: number) => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed % n;
+  };
+  let readable = 0;
+  for (let i = 0; i < 20_000; i++) {
+    const m = Buffer.from(base);
+    for (let k = 0; k < 1 + random(6); k++) m[random(m.length)] = [0, 0x0d, 0x0a, 0x3a, 0x3b, 0x3c, 0x3e, 0x22, 0x2c, random(256)][random(10)]!;
+    const cut = i % 3 === 0 ? m.subarray(0, random(m.length)) : m;
+    const parsed = parseMessage(cut);
+    if (parsed.ok) readable++;
+    frame(cut);
+    if (parsed.ok) readOffer(parsed.message.body.toString('latin1'));
+  }
+  for (let i = 0; i < 2000; i++) {
+    const junk = randomBytes(random(400));
+    parseMessage(junk);
+    frame(junk);
+    readOffer('v=0\r\n' + junk.toString('latin1'));
+  }
+  assert.ok(readable > 0 && readable < 20_000, `some mutations stay readable: ${readable}`);
+});
+
+test('a stream is framed by Content-Length; CRLF keep-alives between messages', () => {
+  const bytes = Buffer.from('\r\n\r\n' + INVITE + INVITE);
+  let rest: Buffer = bytes;
+  const kinds: string[] = [];
+  for (;;) {
+    const next = frame(rest);
+    kinds.push(next.kind);
+    if (next.kind === 'keepalive' || next.kind === 'message') rest = next.rest;
+    else break;
+  }
+  assert.deepEqual(kinds, ['keepalive', 'message', 'message', 'incomplete']);
+  assert.equal(frame(Buffer.from(INVITE.slice(0, INVITE.length - 5))).kind, 'incomplete');
+  assert.equal(frame(Buffer.from('OPTIONS sip:x SIP/2.0\r\nVia: x\r\n\r\n')).kind, 'invalid');
+});
+
+test("the offer's preferred G.711, its DTMF and direction; the answer mirrors the direction", () => {
+  const read = readOffer(SDP);
+  assert.ok(read.ok);
+  assert.deepEqual({ ...read.offer }, { address: '192.0.2.9', port: 40000, rtcpPort: 40001, codec: 'pcma', payloadType: 8, dtmfPayloadType: 101, direction: 'sendrecv', ptime: undefined });
+  const hold = readOffer(SDP.replace('a=sendrecv', 'a=sendonly'));
+  assert.ok(hold.ok);
+  const answer = writeAnswer({ sessionId: 1, version: 2, address: '127.0.0.1', rtpPort: 30000, rtcpPort: 30001, offer: hold.offer });
+  assert.match(answer, /m=audio 30000 RTP\/AVP 8 101\r\n/);
+  assert.match(answer, /a=recvonly/);
+  assert.match(answer, /a=rtcp:30001/);
+  const g729 = readOffer(SDP.replace('RTP/AVP 8 0 101', 'RTP/AVP 18'));
+  assert.ok(!g729.ok && /PCMU or PCMA/.test(g729.reason));
+  assert.ok(!readOffer('hello').ok);
+});
+
+test('digest: the right answer passes; a wrong password, another realm or an old nonce do not', () => {
+  const auth = new DigestAuth(new Map([['alice', 's3cret']]));
+  const md5 = (s: string) => createHash('md5').update(s).digest('hex');
+  const answer = (password: string, challenge: string, realm = 'parley') => {
+    const nonce = /nonce="([^"]+)"/.exec(challenge)![1]!;
+    const response = md5(`${md5(`alice:${realm}:${password}`)}:${nonce}:00000001:xyz:auth:${md5('INVITE:sip:agent@h')}`);
+    return `Digest username="alice", realm="${realm}", nonce="${nonce}", uri="sip:agent@h", response="${response}", qop=auth, nc=00000001, cnonce="xyz", algorithm=MD5`;
+  };
+  const now = Date.now();
+  const challenge = auth.challenge(now);
+  assert.ok(auth.verify(answer('s3cret', challenge), 'INVITE', now));
+  assert.ok(!auth.verify(answer('s3cret', challenge), 'BYE', now), 'another method');
+  assert.ok(!auth.verify(answer('wrong', challenge), 'INVITE', now));
+  assert.ok(!auth.verify(answer('s3cret', challenge, 'other'), 'INVITE', now));
+  assert.ok(!auth.verify(answer('s3cret', challenge), 'INVITE', now + 10 * 60_000), 'an expired nonce');
+  assert.ok(!auth.verify(answer('s3cret', challenge.replace(/nonce="(\w+)\./, 'nonce="$1x.')), 'INVITE', now), 'a forged nonce');
+  assert.ok(!auth.verify(undefined, 'INVITE', now));
+});
+
+test('a key press is told once, whatever its repeats and end packets', () => {
+  const keys = new TelephoneEvents();
+  const packet = (event: number, end: boolean) => Buffer.from([event, end ? 0x80 : 0, 0, 160]);
+  assert.equal(keys.read(packet(5, false), 1000), '5');
+  assert.equal(keys.read(packet(5, false), 1000), undefined);
+  assert.equal(keys.read(packet(5, true), 1000), undefined);
+  assert.equal(keys.read(packet(11, false), 2000), '#');
+  assert.equal(keys.read(packet(99, false), 3000), undefined);
+  assert.equal(keys.read(Buffer.from([1]), 4000), undefined);
+});
+
+test('callers: trusted ranges as they are, others by digest or refused; loopback only when nothing is configured', () => {
+  const noUsers = new DigestAuth(new Map());
+  const users = new DigestAuth(new Map([['alice', 's3cret']]));
+  const trunk = blockList(['203.0.113.0/24']);
+  const verdict = (trusted: typeof trunk | undefined, auth: DigestAuth, address: string) => callerAdmission({ trusted, auth }, address, undefined, 'INVITE');
+  assert.equal(verdict(undefined, noUsers, '127.0.0.1'), 'admitted');
+  assert.equal(verdict(undefined, noUsers, '::1'), 'admitted');
+  assert.equal(verdict(undefined, noUsers, '198.51.100.7'), 'forbidden');
+  assert.equal(verdict(trunk, noUsers, '203.0.113.9'), 'admitted');
+  assert.equal(verdict(trunk, noUsers, '198.51.100.7'), 'forbidden');
+  assert.equal(verdict(trunk, noUsers, '127.0.0.1'), 'forbidden', 'ranges configured: loopback is not special');
+  assert.equal(verdict(trunk, users, '198.51.100.7'), 'challenge');
+  assert.equal(verdict(trunk, users, '203.0.113.9'), 'admitted');
+  assert.equal(verdict(undefined, users, '127.0.0.1'), 'challenge');
+});
