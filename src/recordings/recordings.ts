@@ -18,8 +18,8 @@ export interface RecordingSettings {
 
 const SWEEP_EVERY_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * 60 * 60 * 1000;
-/** What a recording's file is called: conversation ids are letters, digits and `_`. */
-const FILE_PATTERN = /^[A-Za-z0-9_]+\.opus$/;
+/** A conversation id (a prefix and base64url: letters, digits, `_` and `-`) and `.opus`; nothing that names another directory. */
+const FILE_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_-]*\.opus$/;
 
 export class Recordings {
   private sweeper: NodeJS.Timeout | undefined;

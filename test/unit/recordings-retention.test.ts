@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
 import { Recordings } from '../../src/recordings/recordings.ts';
+import { randomId } from '../../src/system/ids.ts';
 
 const log = pino({ level: 'silent' });
 
@@ -46,4 +47,14 @@ test('a conversation id that cannot name a file has no recording file', () => {
   const recordings = new Recordings({ byDefault: true, dir: tmpdir(), retentionDays: 0 }, async () => null, log);
   assert.equal(recordings.fileName('conv_abc123'), 'conv_abc123.opus');
   assert.equal(recordings.fileName('../etc/passwd'), null);
+  assert.equal(recordings.fileName('-rf'), null);
+});
+
+test('every conversation id the server makes names a recording file (base64url holds - and _)', () => {
+  const recordings = new Recordings({ byDefault: true, dir: tmpdir(), retentionDays: 0 }, async () => null, log);
+  assert.equal(recordings.fileName('conv_Hb1ND19G64EpYR909-pAWQ'), 'conv_Hb1ND19G64EpYR909-pAWQ.opus');
+  for (let i = 0; i < 1000; i++) {
+    const id = randomId('conv_');
+    assert.equal(recordings.fileName(id), `${id}.opus`);
+  }
 });
