@@ -1,7 +1,7 @@
 // The SIP front door with a real SIP user agent (Debian's baresip) on loopback: a spoken question
 // over G.711 answered by the agent (transcript in the record, the reply audible in what baresip
 // heard), BYE from baresip ending the call, a call hung up from Parley's side (baresip gets the
-// BYE) with DTMF digits read on the sideband WebSocket, digest authentication refusing a wrong
+// BYE) with DTMF digits read on the sideband WebSocket, an Opus call, digest authentication refusing a wrong
 // password; and raw SIP over UDP and TCP: malformed requests and a fuzz run answered 4xx or not at
 // all, the process alive and no call left behind.
 import assert from 'node:assert/strict';
@@ -39,16 +39,28 @@ async function callIdOf(caller: Baresip): Promise<string> {
   return /X-Parley-Call-Id: (conv_\S+)/.exec(out)![1]!;
 }
 
-/** A WAV file for baresip's microphone: 8 kHz mono, `speech` between silences. */
-function microphone(name: string, parts: (string | { silenceMs: number })[]): string {
-  const pcm = parts.map((p) => (typeof p === 'string' ? speak(p, 8000) : new Int16Array(p.silenceMs * 8)));
+/** A WAV file for baresip's microphone: mono at `rate` (8 kHz for G.711, 48 kHz for Opus), `speech` between silences. */
+function microphone(name: string, parts: (string | { silenceMs: number })[], rate = 8000): string {
+  const pcm = parts.map((p) => (typeof p === 'string' ? speak(p, rate) : new Int16Array((p.silenceMs * rate) / 1000)));
   const file = join(dir, name);
-  writeFileSync(file, encodeWav(pcm, 8000));
+  writeFileSync(file, encodeWav(pcm, rate));
   return file;
 }
 
-async function caller(name: string, wav: string, password = PASSWORD): Promise<Baresip> {
-  const b = await startBaresip(join(dir, name), { user: USER, password, wav });
+/** A sideband WebSocket on call `id`, collecting the key presses it is told. */
+async function sideband(id: string): Promise<{ socket: WebSocket; digits: string[] }> {
+  const socket = new WebSocket(`${server.baseUrl.replace('http', 'ws')}/v1/realtime?call_id=${id}`, { headers: { authorization: `Bearer ${server.devKey}` } });
+  const digits: string[] = [];
+  socket.on('message', (data) => {
+    const event = JSON.parse(String(data));
+    if (event.type === 'parley.input_audio_buffer.dtmf') digits.push(event.digit);
+  });
+  await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+  return { socket, digits };
+}
+
+async function caller(name: string, wav: string, password = PASSWORD, codec: 'g711' | 'opus' = 'g711'): Promise<Baresip> {
+  const b = await startBaresip(join(dir, name), { user: USER, password, wav, codec });
   callers.push(b);
   return b;
 }
@@ -94,13 +106,7 @@ describe('SIP calls from baresip', () => {
     await b.command('dial', `sip:agent@127.0.0.1:${sipPort}`);
     const id = await callIdOf(b);
     await until('the call up', () => conversation(id), (c) => c.connected_at !== null, 30_000);
-    const socket = new WebSocket(`${server.baseUrl.replace('http', 'ws')}/v1/realtime?call_id=${id}`, { headers: { authorization: `Bearer ${server.devKey}` } });
-    const digits: string[] = [];
-    socket.on('message', (data) => {
-      const event = JSON.parse(String(data));
-      if (event.type === 'parley.input_audio_buffer.dtmf') digits.push(event.digit);
-    });
-    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    const { socket, digits } = await sideband(id);
     await b.command('sndcode', '42#');
     await until('the digits on the sideband', () => digits.join(''), (d) => d === '42#', 30_000);
 
@@ -112,6 +118,29 @@ describe('SIP calls from baresip', () => {
     const record = await until('the record ended', () => conversation(id), (c) => c.state === 'ended', 30_000);
     assert.equal(record.end_reason, 'hangup_request');
     socket.close();
+  });
+
+  test('Opus when baresip offers it: the question heard in wideband, the reply audible, key presses told', async () => {
+    const wav = microphone('opus.wav', [{ silenceMs: 1000 }, 'what time is it', { silenceMs: 30_000 }], 48_000);
+    const b = await caller('opus', wav, PASSWORD, 'opus');
+    await b.command('dial', `sip:agent@127.0.0.1:${sipPort}`);
+    const id = await callIdOf(b);
+    // Our answer, as baresip received it, took Opus.
+    assert.match(b.out(), /SIP\/2\.0 200 OK\r\n[\s\S]*?m=audio \d+ RTP\/AVP (\d+)[\s\S]*?a=rtpmap:\1 opus\/48000\/2/);
+    const answered = await until('the reply', () => conversation(id), (c) => c.items.some((i: any) => i.role === 'assistant'), 60_000);
+    // Wideband speech: PocketSphinx hears the words it misses over 8 kHz G.711.
+    assert.match(answered.items.find((i: any) => i.role === 'user').text, /\btime\b/);
+    // baresip offers key presses at 8 kHz beside Opus: they are told all the same.
+    const { socket, digits } = await sideband(id);
+    await b.command('sndcode', '9*');
+    await until('the digits on the sideband', () => digits.join(''), (d) => d === '9*', 30_000);
+    socket.close();
+    await b.command('hangup');
+    const record = await until('the record ended', () => conversation(id), (c) => c.state === 'ended', 30_000);
+    assert.equal(record.end_reason, 'hangup');
+    await b.stop();
+    const { samples } = readWav(readFileSync(b.heard()[0]!));
+    assert.ok(rms(samples) > 300, `the agent's reply is audible in what baresip heard (rms ${rms(samples)})`);
   });
 
   test('a call over TCP, hung up by baresip', async () => {

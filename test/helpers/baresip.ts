@@ -30,10 +30,11 @@ export interface Baresip {
 }
 
 /**
- * Starts baresip in `dir` as `user` (with `password` for digest), speaking `wav` (8 kHz mono
- * 16-bit: aufile wants the codec's rate); when the file ends, baresip hangs up.
+ * Starts baresip in `dir` as `user` (with `password` for digest), speaking `wav` (16-bit, at the
+ * codec's rate: 8 kHz mono for G.711, 48 kHz for Opus — aufile does not resample); when the file
+ * ends, baresip hangs up. It offers G.711 only, or Opus only (`codec: 'opus'`).
  */
-export async function startBaresip(dir: string, opts: { user: string; password?: string; wav: string }): Promise<Baresip> {
+export async function startBaresip(dir: string, opts: { user: string; password?: string; wav: string; codec?: 'g711' | 'opus' }): Promise<Baresip> {
   mkdirSync(dir, { recursive: true });
   const ctrlPort = await freePort();
   writeFileSync(
@@ -45,7 +46,10 @@ export async function startBaresip(dir: string, opts: { user: string; password?:
       // A player nobody listens to: what baresip hears is taken by sndfile, before the player.
       'audio_player aubridge,nowhere',
       'module_path /usr/lib/baresip/modules',
-      'module g711.so',
+      opts.codec === 'opus' ? 'module opus.so' : 'module g711.so',
+      // Mono voice, as a phone sends it.
+      'opus_stereo no',
+      'opus_sprop_stereo no',
       'module aufile.so',
       'module aubridge.so',
       'module sndfile.so',

@@ -97,7 +97,7 @@ test('a stream is framed by Content-Length; CRLF keep-alives between messages', 
 test("the offer's preferred G.711, its DTMF and direction; the answer mirrors the direction", () => {
   const read = readOffer(SDP);
   assert.ok(read.ok);
-  assert.deepEqual({ ...read.offer }, { address: '192.0.2.9', port: 40000, rtcpPort: 40001, codec: 'pcma', payloadType: 8, dtmfPayloadType: 101, direction: 'sendrecv', ptime: undefined });
+  assert.deepEqual({ ...read.offer }, { address: '192.0.2.9', port: 40000, rtcpPort: 40001, codec: 'pcma', payloadType: 8, dtmfPayloadType: 101, dtmfClockRate: 8000, direction: 'sendrecv', ptime: undefined });
   const hold = readOffer(SDP.replace('a=sendrecv', 'a=sendonly'));
   assert.ok(hold.ok);
   const answer = writeAnswer({ sessionId: 1, version: 2, address: '127.0.0.1', rtpPort: 30000, rtcpPort: 30001, offer: hold.offer });
@@ -105,8 +105,33 @@ test("the offer's preferred G.711, its DTMF and direction; the answer mirrors th
   assert.match(answer, /a=recvonly/);
   assert.match(answer, /a=rtcp:30001/);
   const g729 = readOffer(SDP.replace('RTP/AVP 8 0 101', 'RTP/AVP 18'));
-  assert.ok(!g729.ok && /PCMU or PCMA/.test(g729.reason));
+  assert.ok(!g729.ok && /PCMU, PCMA or Opus/.test(g729.reason));
   assert.ok(!readOffer('hello').ok);
+});
+
+test('Opus when the caller prefers it, with the 48 kHz telephone-event; G.711 when that comes first', () => {
+  const opusFirst = SDP.replace('RTP/AVP 8 0 101', 'RTP/AVP 111 0 101 102').replace(
+    'a=rtpmap:101 telephone-event/8000',
+    'a=rtpmap:111 opus/48000/2\r\na=fmtp:111 useinbandfec=1\r\na=rtpmap:101 telephone-event/8000\r\na=rtpmap:102 telephone-event/48000',
+  );
+  const read = readOffer(opusFirst);
+  assert.ok(read.ok);
+  assert.deepEqual([read.offer.codec, read.offer.payloadType, read.offer.dtmfPayloadType], ['opus', 111, 102]);
+  const answer = writeAnswer({ sessionId: 1, version: 1, address: '127.0.0.1', rtpPort: 30000, rtcpPort: 30001, offer: read.offer });
+  assert.match(answer, /m=audio 30000 RTP\/AVP 111 102\r\n/);
+  assert.match(answer, /a=rtpmap:111 opus\/48000\/2\r\n/);
+  assert.match(answer, /a=rtpmap:102 telephone-event\/48000\r\n/);
+  const g711First = readOffer(opusFirst.replace('RTP/AVP 111 0 101 102', 'RTP/AVP 0 111 101 102'));
+  assert.ok(g711First.ok);
+  assert.deepEqual([g711First.offer.codec, g711First.offer.payloadType, g711First.offer.dtmfPayloadType], ['pcmu', 0, 101]);
+  // Opus with key presses at 8 kHz only (as baresip and many phones offer): taken at 8 kHz.
+  const eightKhzKeys = readOffer(opusFirst.replace('RTP/AVP 111 0 101 102', 'RTP/AVP 111 101'));
+  assert.ok(eightKhzKeys.ok);
+  assert.deepEqual([eightKhzKeys.offer.codec, eightKhzKeys.offer.dtmfPayloadType], ['opus', 101]);
+  assert.match(writeAnswer({ sessionId: 1, version: 1, address: '127.0.0.1', rtpPort: 30000, rtcpPort: 30001, offer: eightKhzKeys.offer }), /a=rtpmap:101 telephone-event\/8000\r\n/);
+  // A dynamic payload type means only what its rtpmap says.
+  const unnamed = readOffer(SDP.replace('RTP/AVP 8 0 101', 'RTP/AVP 111'));
+  assert.ok(!unnamed.ok);
 });
 
 test('digest: the right answer passes; a wrong password, another realm or an old nonce do not', () => {

@@ -1,9 +1,10 @@
 // SDP for plain RTP/AVP phone calls (RFC 4566, offer/answer RFC 3264): what a caller's offer asks
-// for — where its audio goes, which G.711 flavour and telephone-event payload it speaks, its
+// for — where its audio goes, which codec (G.711 or Opus) and telephone-event payload it speaks, its
 // direction — and the answer that takes one codec of it.
 import { isIP } from 'node:net';
 
-export type G711 = 'pcmu' | 'pcma';
+/** The codecs a phone call may use: G.711's two laws at 8 kHz, and Opus (RFC 7587) when the caller offers it. */
+export type SipCodec = 'pcmu' | 'pcma' | 'opus';
 export type Direction = 'sendrecv' | 'sendonly' | 'recvonly' | 'inactive';
 
 export interface AudioOffer {
@@ -12,10 +13,11 @@ export interface AudioOffer {
   port: number;
   /** Where the caller wants our RTCP (a=rtcp, else the next port). */
   rtcpPort: number;
-  codec: G711;
+  codec: SipCodec;
   payloadType: number;
-  /** RFC 4733 telephone-event's payload type, when offered at 8 kHz. */
+  /** RFC 4733 telephone-event's payload type and clock rate, when offered. */
   dtmfPayloadType: number | undefined;
+  dtmfClockRate?: number;
   direction: Direction;
   /** Its ptime, when it asked for one. */
   ptime: number | undefined;
@@ -24,9 +26,15 @@ export interface AudioOffer {
 export type OfferReading = { ok: true; offer: AudioOffer } | { ok: false; reason: string };
 
 /** Static payload types (RFC 3551): 0 is PCMU, 8 is PCMA. */
-const STATIC: Record<number, G711> = { 0: 'pcmu', 8: 'pcma' };
+const STATIC: Record<number, SipCodec> = { 0: 'pcmu', 8: 'pcma' };
 
-/** The first audio stream of an offer we can take: RTP/AVP with PCMU or PCMA. */
+/** What each codec is called in an rtpmap (name/clock rate, lower case). */
+const RTPMAP_NAMES: Record<string, SipCodec> = { 'pcmu/8000': 'pcmu', 'pcma/8000': 'pcma', 'opus/48000': 'opus' };
+
+/** Each codec's RTP clock rate (Opus's is always 48 kHz, RFC 7587 §4.1). */
+export const CLOCK_RATE: Record<SipCodec, number> = { pcmu: 8000, pcma: 8000, opus: 48_000 };
+
+/** The first audio stream of an offer we can take: RTP/AVP with PCMU, PCMA or Opus, in the caller's order of preference. */
 export function readOffer(sdp: string): OfferReading {
   if (!sdp.startsWith('v=0')) return { ok: false, reason: 'not SDP' };
   const lines = sdp.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
@@ -67,19 +75,22 @@ export function readOffer(sdp: string): OfferReading {
       dir = direction(line) ?? dir;
     }
     if (!address) continue;
-    const codecOf = (pt: number): G711 | undefined => {
+    const codecOf = (pt: number): SipCodec | undefined => {
       const named = rtpmap.get(pt);
-      if (named === 'pcmu/8000') return 'pcmu';
-      if (named === 'pcma/8000') return 'pcma';
-      return named === undefined ? STATIC[pt] : undefined;
+      return named === undefined ? (pt < 96 ? STATIC[pt] : undefined) : RTPMAP_NAMES[named];
     };
     // The caller's order is its preference (RFC 3264 §6.1).
     const chosen = formats.find((pt) => codecOf(pt) !== undefined);
     if (chosen === undefined) continue;
-    const dtmf = formats.find((pt) => rtpmap.get(pt) === 'telephone-event/8000');
-    return { ok: true, offer: { address, port, rtcpPort, codec: codecOf(chosen)!, payloadType: chosen, dtmfPayloadType: dtmf, direction: dir, ptime } };
+    const codec = codecOf(chosen)!;
+    // Key presses should ride on the codec's clock (RFC 4733 §2.1); phones offering Opus often put
+    // them at 8 kHz all the same, and a press is read the same at any rate: take that too.
+    const events = formats.filter((pt) => rtpmap.get(pt)?.startsWith('telephone-event/'));
+    const dtmf = events.find((pt) => rtpmap.get(pt) === `telephone-event/${CLOCK_RATE[codec]}`) ?? events[0];
+    const dtmfClockRate = dtmf === undefined ? undefined : Number(rtpmap.get(dtmf)!.split('/')[1]);
+    return { ok: true, offer: { address, port, rtcpPort, codec, payloadType: chosen, dtmfPayloadType: dtmf, dtmfClockRate, direction: dir, ptime } };
   }
-  return { ok: false, reason: sawAudio ? 'no PCMU or PCMA audio offered over RTP/AVP' : 'no audio stream offered' };
+  return { ok: false, reason: sawAudio ? 'no PCMU, PCMA or Opus audio offered over RTP/AVP' : 'no audio stream offered' };
 }
 
 function connectionAddress(line: string): string | undefined {
@@ -118,11 +129,19 @@ export function writeAnswer({ sessionId, version, address, rtpPort, rtcpPort, of
     `c=IN ${family} ${address}`,
     't=0 0',
     `m=audio ${rtpPort} RTP/AVP ${formats.join(' ')}`,
-    `a=rtpmap:${offer.payloadType} ${offer.codec === 'pcmu' ? 'PCMU' : 'PCMA'}/8000`,
-    ...(offer.dtmfPayloadType === undefined ? [] : [`a=rtpmap:${offer.dtmfPayloadType} telephone-event/8000`, `a=fmtp:${offer.dtmfPayloadType} 0-15`]),
+    ...codecLines(offer),
+    ...(offer.dtmfPayloadType === undefined ? [] : [`a=rtpmap:${offer.dtmfPayloadType} telephone-event/${offer.dtmfClockRate ?? CLOCK_RATE[offer.codec]}`, `a=fmtp:${offer.dtmfPayloadType} 0-15`]),
     'a=ptime:20',
     `a=rtcp:${rtcpPort}`,
     `a=${answerDirection(offer.direction)}`,
   ];
   return lines.join('\r\n') + '\r\n';
+}
+
+function codecLines({ codec, payloadType }: AudioOffer): string[] {
+  if (codec === 'opus') {
+    // Mono voice both ways, with in-band FEC for lossy lines (RFC 7587 §6.1).
+    return [`a=rtpmap:${payloadType} opus/48000/2`, `a=fmtp:${payloadType} useinbandfec=1;stereo=0;sprop-stereo=0`];
+  }
+  return [`a=rtpmap:${payloadType} ${codec === 'pcmu' ? 'PCMU' : 'PCMA'}/8000`];
 }

@@ -1,5 +1,5 @@
 // A phone call's media (the SIP dialog itself is the UAS's, sipServer.ts): plain RTP/AVP over UDP
-// with G.711 each way, RFC 4733 key presses, and RTCP on its own port. Symmetric RTP: our audio goes
+// with G.711 or Opus each way, RFC 4733 key presses, and RTCP on its own port. Symmetric RTP: our audio goes
 // where the caller's comes from (callers behind NAT announce addresses nobody can reach); the first
 // valid packets latch that source and packets from any other are dropped.
 import { randomInt } from 'node:crypto';
@@ -61,13 +61,15 @@ export class SipTransport implements CallTransport {
     this.offer = offer;
     this.rtpPeer = { address: offer.address, port: offer.port };
     this.rtcpPeer = { address: offer.address, port: offer.rtcpPort };
+    // Opus is the sender's and receiver's own codec; G.711 is given to them.
+    const g711 = offer.codec === 'opus' ? undefined : offer.codec;
     this.sender = new AudioSender((p) => this.sendRtp(p), randomInt(1, 0xffffffff), offer.payloadType, {
-      codec: g711Encoder(offer.codec),
+      codec: g711 && g711Encoder(g711),
       onError: (err) => this.events?.failure(err),
       // The agent's audio as it leaves, for the call's recording.
       onFrame: (frame) => this.events?.agentAudio(frame),
     });
-    this.receiver = new AudioReceiver(offer.payloadType, (frame) => this.events?.audio(this.toInputRate(frame)), g711Decoder(offer.codec));
+    this.receiver = new AudioReceiver(offer.payloadType, (frame) => this.events?.audio(this.toInputRate(frame)), g711 && g711Decoder(g711));
     rtp.on('message', (packet, from) => this.guarded(() => this.onRtp(packet, from)));
     rtcp.on('message', (packet, from) => this.guarded(() => this.onRtcp(packet, from)));
   }
