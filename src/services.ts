@@ -383,6 +383,8 @@ async function startSip(config: Config, deps: { calls: CallManager; apiKeys: Api
   const server = await SipServer.start({
     host,
     port: config.SIP_PORT!,
+    // The certificate HTTPS serves also secures SIP signalling (the media stays plain RTP).
+    tls: config.TLS_CERT_FILE && config.TLS_KEY_FILE ? { port: config.SIP_TLS_PORT ?? (config.SIP_PORT && config.SIP_PORT < 65535 ? config.SIP_PORT + 1 : 0), cert: config.TLS_CERT_FILE, key: config.TLS_KEY_FILE } : undefined,
     announcedAddress: config.ICE_PUBLIC_IP || host,
     calls: deps.calls,
     auth: new DigestAuth(config.SIP_USERS),

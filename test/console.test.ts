@@ -4,7 +4,6 @@
 // with its transcript, play its recording, create a key (that works) and revoke it (that then fails). Screenshots are kept in
 // test-artifacts/console/.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -17,6 +16,7 @@ import { Metrics } from '../src/observability/metrics.ts';
 import type { Services } from '../src/services.ts';
 import { launchBrowser, type LaunchedBrowser } from './helpers/browser.ts';
 import { openCall } from './helpers/rtcClient.ts';
+import { makeCertificate } from './helpers/tls.ts';
 import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
@@ -74,9 +74,7 @@ describe('configuration', () => {
   test('under TLS the session cookie is Secure', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'parley-console-tls-'));
     dirs.push(dir);
-    const cert = join(dir, 'cert.pem');
-    const key = join(dir, 'key.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' });
+    const { cert, key } = makeCertificate(dir);
     const app = await appWith({ ADMIN_TOKEN, TLS_CERT_FILE: cert, TLS_KEY_FILE: key });
     await app.listen({ host: '127.0.0.1', port: 0 });
     try {

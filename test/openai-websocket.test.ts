@@ -5,7 +5,6 @@
 // client-driven turns (commit + response.create); refusals before the upgrade; a bad event answered
 // with an error while the session goes on.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,15 +25,8 @@ import { startOpenAiApp } from './helpers/openaiApp.ts';
 import { concat } from './helpers/pcm.ts';
 import { startServer, type RunningServer } from './helpers/server.ts';
 import { speak, speechWav } from './helpers/speech.ts';
+import { makeCertificate } from './helpers/tls.ts';
 import { until } from './helpers/wait.ts';
-
-/** A self-signed certificate for 127.0.0.1 (openssl), its PEM files in `dir`. */
-function makeCertificate(dir: string): { cert: string; key: string } {
-  const cert = join(dir, 'cert.pem');
-  const key = join(dir, 'key.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
-  return { cert, key };
-}
 
 /** A Parley server serving TLS with a certificate made for it; `dir` holds the files (and a test's own). */
 async function startTlsServer(env: Record<string, string> = {}): Promise<{ server: RunningServer; ca: string; dir: string }> {

@@ -12,12 +12,14 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { Agent, request } from 'undici';
 import WebSocket from 'ws';
 import { encodeWav, readWav } from '../src/media/audio/wav.ts';
 import { startBaresip, freePort, type Baresip } from './helpers/baresip.ts';
 import { rms } from './helpers/pcm.ts';
 import { startServer, type RunningServer } from './helpers/server.ts';
 import { speak } from './helpers/speech.ts';
+import { makeCertificate } from './helpers/tls.ts';
 import { until } from './helpers/wait.ts';
 
 const USER = 'alice';
@@ -163,6 +165,51 @@ describe('SIP calls from baresip', () => {
     const out = await until('two challenges', b.out, (o) => (o.match(/SIP\/2\.0 401 Unauthorized/g) ?? []).length >= 2, 30_000);
     assert.match(out, /Authorization: Digest/);
     assert.doesNotMatch(out, /X-Parley-Call-Id/);
+  });
+});
+
+describe('SIP over TLS', () => {
+  let tlsServer: RunningServer;
+  let tlsPort: number;
+  let trusting: Agent;
+  /** HTTPS to the server, trusting its self-signed certificate. */
+  const api = async (path: string, method = 'GET'): Promise<any> => {
+    const res = await request(tlsServer.baseUrl + path, { method: method as 'GET', headers: { authorization: `Bearer ${tlsServer.devKey}` }, dispatcher: trusting });
+    return { status: res.statusCode, body: await res.body.json() };
+  };
+  before(async () => {
+    const { cert, key } = makeCertificate(dir);
+    trusting = new Agent({ connect: { ca: readFileSync(cert) } });
+    tlsPort = await freePort();
+    tlsServer = await startServer({ SIP_PORT: '0', SIP_TLS_PORT: String(tlsPort), SIP_USERS: `${USER}:${PASSWORD}`, TLS_CERT_FILE: cert, TLS_KEY_FILE: key });
+  });
+  after(() => tlsServer?.stop());
+
+  test('baresip calls over TLS with the certificate HTTPS serves; the call is answered and hung up', async () => {
+    const wav = microphone('tls.wav', [{ silenceMs: 120_000 }]);
+    const b = await caller('tls', wav);
+    await b.command('dial', `sip:agent@127.0.0.1:${tlsPort};transport=tls`);
+    const out = await until('the call answered over TLS', b.out, (o) => /X-Parley-Call-Id: (conv_\S+)/.test(o), 60_000);
+    const id = /X-Parley-Call-Id: (conv_\S+)/.exec(out)![1]!;
+    assert.match(out, new RegExp(`TLS 127\\.0\\.0\\.1:${tlsPort} -> `), 'the answer came over TLS');
+    assert.match(out, new RegExp(`Contact: <sip:parley@127\\.0\\.0\\.1:${tlsPort};transport=tls>`));
+    const record = async (id: string) => (await api(`/v1/realtime/conversations/${id}`)).body;
+    await until('the call up', () => record(id), (c) => c.connected_at !== null, 30_000);
+    assert.equal((await api(`/v1/realtime/calls/${id}/hangup`, 'POST')).status, 200);
+    // Our BYE reaches baresip on its TLS connection, and it answers.
+    await until('baresip got the BYE over TLS', b.out, (o) => new RegExp(`TLS 127\\.0\\.0\\.1:${tlsPort} -> [^\\n]+\\r?\\nBYE `).test(o), 30_000);
+    const ended = await until('the record ended', () => record(id), (c) => c.state === 'ended', 30_000);
+    assert.equal(ended.end_reason, 'hangup_request');
+  });
+
+  test('plain text or junk on the TLS port closes that connection only', async () => {
+    for (const junk of [Buffer.from('OPTIONS sip:agent@127.0.0.1 SIP/2.0\r\n\r\n'), randomBytes(4096)]) {
+      const socket = connect(tlsPort, '127.0.0.1');
+      socket.on('error', () => {});
+      socket.write(junk);
+      await new Promise((resolve) => socket.once('close', resolve));
+    }
+    assert.equal((await api('/readyz')).status, 200);
   });
 });
 

@@ -389,6 +389,11 @@ export const settings = {
     default: '',
     parse: (raw: string) => (raw.trim() === '' ? undefined : int(0, 65535)(raw)),
   },
+  SIP_TLS_PORT: {
+    doc: 'Port of SIP over TLS (sips, RFC 3261 §26.2) when TLS_CERT_FILE and TLS_KEY_FILE are set and SIP_PORT is; 0 picks a free one. Empty: SIP_PORT + 1 (5061 beside 5060), or a free one when SIP_PORT is 0.',
+    default: '',
+    parse: (raw: string) => (raw.trim() === '' ? undefined : int(0, 65535)(raw)),
+  },
   SIP_HOST: {
     doc: "Address the SIP front door and its RTP media bind, and the address its SDP answers announce (ICE_PUBLIC_IP instead when set). Empty: HOST.",
     default: '',

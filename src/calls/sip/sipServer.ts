@@ -1,4 +1,4 @@
-// The SIP front door: a user agent server on UDP and TCP that turns an INVITE into a call (a
+// The SIP front door: a user agent server on UDP and TCP (and TLS, with a certificate) that turns an INVITE into a call (a
 // SipTransport under the one Call) and keeps its dialog — ACK, BYE either way, CANCEL, OPTIONS,
 // re-INVITE (hold and resume). Callers are admitted by source range or digest. Server transactions
 // are kept just long enough to answer retransmissions with the same response; over UDP our 2xx and
@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, type Server, type Socket as TcpSocket } from 'node:net';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import type { BlockList } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Session } from '../../session/session.js';
@@ -42,6 +43,8 @@ const TCP_IDLE_MS = 60_000;
 export interface SipServerOptions {
   host: string;
   port: number;
+  /** SIP over TLS (RFC 3261 §26.2): its port (0 picks one) and PEM certificate chain and key. Unset: none. */
+  tls?: { port: number; cert: string; key: string };
   /** The address our SDP and Contact announce (reachable by callers). */
   announcedAddress: string;
   calls: CallManager;
@@ -57,9 +60,9 @@ export interface SipServerOptions {
   log: FastifyBaseLogger;
 }
 
-/** Where a message came from and its answer goes. */
+/** Where a message came from and its answer goes: a datagram's source, or a stream connection. */
 interface Peer {
-  transport: 'udp' | 'tcp';
+  transport: 'udp' | 'tcp' | 'tls';
   address: string;
   port: number;
   socket?: TcpSocket;
@@ -98,12 +101,13 @@ interface Dialog {
 export class SipServer {
   private readonly udp: UdpSocket;
   private readonly tcp: Server;
+  private readonly tls: TlsServer | undefined;
   private readonly transactions = new Map<string, ServerTransaction>();
   private readonly dialogs = new Map<string, Dialog>();
   /** Our BYEs awaiting a response, by branch: their retransmission timers. */
   private readonly outgoing = new Map<string, NodeJS.Timeout>();
   private readonly connections = new Set<TcpSocket>();
-  private listening: { udp: number; tcp: number } = { udp: 0, tcp: 0 };
+  private listening: { udp: number; tcp: number; tls?: number } = { udp: 0, tcp: 0 };
   private closed = false;
 
   private constructor(private readonly opts: SipServerOptions) {
@@ -111,8 +115,14 @@ export class SipServer {
     this.udp.on('message', (bytes, from) => this.received(bytes, { transport: 'udp', address: unmapped(from.address), port: from.port }));
     // ICMP errors of sends to a gone caller: nothing to do.
     this.udp.on('error', () => {});
-    this.tcp = createServer((socket) => this.accepted(socket));
+    this.tcp = createServer((socket) => this.accepted(socket, 'tcp'));
     this.tcp.maxConnections = MAX_TCP_CONNECTIONS;
+    if (opts.tls) {
+      // A handshake that fails (a scanner, a wrong certificate) is the connection's end, nothing more.
+      this.tls = createTlsServer({ cert: opts.tls.cert, key: opts.tls.key, handshakeTimeout: 10_000 }, (socket) => this.accepted(socket, 'tls'));
+      this.tls.on('tlsClientError', () => {});
+      this.tls.maxConnections = MAX_TCP_CONNECTIONS;
+    }
   }
 
   static async start(opts: SipServerOptions): Promise<SipServer> {
@@ -121,7 +131,7 @@ export class SipServer {
     return server;
   }
 
-  get ports(): { udp: number; tcp: number } {
+  get ports(): { udp: number; tcp: number; tls?: number } {
     return this.listening;
   }
 
@@ -138,6 +148,14 @@ export class SipServer {
       this.tcp.listen(udpPort, host, () => resolve());
     });
     this.listening = { udp: udpPort, tcp: udpPort };
+    const tls = this.tls;
+    if (tls) {
+      await new Promise<void>((resolve, reject) => {
+        tls.once('error', reject);
+        tls.listen(this.opts.tls!.port, host, () => resolve());
+      });
+      this.listening.tls = (tls.address() as { port: number }).port;
+    }
   }
 
   async close(): Promise<void> {
@@ -146,15 +164,17 @@ export class SipServer {
     for (const d of this.dialogs.values()) if (d.unacked) clearTimeout(d.unacked.timer);
     for (const socket of this.connections) socket.destroy();
     await new Promise<void>((resolve) => this.tcp.close(() => resolve()));
+    if (this.tls) await new Promise<void>((resolve) => this.tls!.close(() => resolve()));
     await new Promise<void>((resolve) => this.udp.close(() => resolve()));
   }
 
   // Wire
 
-  private accepted(socket: TcpSocket): void {
+  /** A stream connection (TCP, or TLS once its handshake is done): SIP messages framed by Content-Length. */
+  private accepted(socket: TcpSocket, transport: 'tcp' | 'tls'): void {
     this.connections.add(socket);
     let buffer = Buffer.alloc(0);
-    const peer: Peer = { transport: 'tcp', address: unmapped(socket.remoteAddress ?? ''), port: socket.remotePort ?? 0, socket };
+    const peer: Peer = { transport, address: unmapped(socket.remoteAddress ?? ''), port: socket.remotePort ?? 0, socket };
     socket.setTimeout(TCP_IDLE_MS, () => {
       if (![...this.dialogs.values()].some((d) => d.peer.socket === socket)) socket.destroy();
     });
@@ -424,7 +444,7 @@ export class SipServer {
     dialog.ended = true;
     if (dialog.unacked) clearTimeout(dialog.unacked.timer);
     const branch = 'z9hG4bK' + randomBytes(8).toString('hex');
-    const via = `SIP/2.0/${dialog.peer.transport.toUpperCase()} ${hostPort(this.opts.announcedAddress, this.listening.udp)};branch=${branch};rport`;
+    const via = `SIP/2.0/${dialog.peer.transport.toUpperCase()} ${hostPort(this.opts.announcedAddress, this.portOf(dialog.peer))};branch=${branch};rport`;
     const bytes = writeMessage(`BYE ${dialog.remoteTarget} SIP/2.0`, [
       ['Via', via],
       ['Max-Forwards', '70'],
@@ -464,7 +484,12 @@ export class SipServer {
   // Responses
 
   private contact(peer: Peer): string {
-    return `<sip:parley@${hostPort(this.opts.announcedAddress, this.listening.udp)}${peer.transport === 'tcp' ? ';transport=tcp' : ''}>`;
+    return `<sip:parley@${hostPort(this.opts.announcedAddress, this.portOf(peer))}${peer.transport === 'udp' ? '' : `;transport=${peer.transport}`}>`;
+  }
+
+  /** The port of our side of `peer`'s transport. */
+  private portOf(peer: Peer): number {
+    return peer.transport === 'tls' ? this.listening.tls! : this.listening.udp;
   }
 
   /** Answers `req` (a To-tag added when given and absent); kept on `tx` for its retransmissions. */
