@@ -16,6 +16,7 @@ import { RevocationWatcher } from './calls/revocationWatcher.js';
 import { DigestAuth } from './calls/sip/digest.js';
 import { SipRouting } from './calls/sip/sipRouting.js';
 import { SipServer } from './calls/sip/sipServer.js';
+import { openRateLimitStore } from './http/rateLimits.js';
 import { openAiDefaultSession } from './calls/protocol/openaiSession.js';
 import { NodeDirectory } from './calls/nodeDirectory.js';
 import { CandidateFilter, ownMediaAddresses } from './calls/webrtc/candidateFilter.js';
@@ -276,7 +277,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     timeoutMs: config.SIP_ROUTING_TIMEOUT_MS,
     defaultRoute: config.SIP_DEFAULT_ROUTE,
   });
-  const sip = config.SIP_PORT === undefined ? undefined : await startSip(config, { calls, apiKeys: store.apiKeys, sessionDefaults, routing: sipRouting, log });
+  const sip = config.SIP_PORT === undefined ? undefined : await startSip(config, { calls, apiKeys: store.apiKeys, sessionDefaults, routing: sipRouting, log, metrics });
   if (sip) opened(() => sip.close());
   const webrtc = new WebRtcTransports({
     peers,
@@ -375,12 +376,19 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
 }
 
 /** The SIP front door (SIP_PORT set): its calls are owned by SIP_API_KEY_ID, else the oldest active key. */
-async function startSip(config: Config, deps: { calls: CallManager; apiKeys: ApiKeyStore; sessionDefaults: SessionDefaults; routing: SipRouting; log: FastifyBaseLogger }): Promise<SipServer> {
+async function startSip(config: Config, deps: { calls: CallManager; apiKeys: ApiKeyStore; sessionDefaults: SessionDefaults; routing: SipRouting; log: FastifyBaseLogger; metrics: Metrics }): Promise<{ close: () => Promise<void> }> {
   const host = config.SIP_HOST || config.HOST;
   const wildcard = host === '0.0.0.0' || host === '::';
   // Our SDP must name an address the caller's RTP can reach: a wildcard names none.
   if (wildcard && !config.ICE_PUBLIC_IP) throw new Error(`SIP binds ${host}: set SIP_HOST to an address callers reach, or ICE_PUBLIC_IP, for the SDP answers to announce`);
-  const server = await SipServer.start({
+  // INVITEs are counted where the HTTP limits are (Redis across nodes, else this process).
+  const limits = config.RATE_LIMIT_SIP_INVITES_PER_IP ? await openRateLimitStore(config, deps.log) : undefined;
+  const started = SipServer.start({
+    inviteLimit: limits && (async (address) => {
+      const decision = await limits.hit('sip-invite-ip', address, config.RATE_LIMIT_SIP_INVITES_PER_IP, config.RATE_LIMIT_WINDOW_SECONDS * 1000);
+      if (!decision.allowed) deps.metrics.rateLimited.inc({ limit: 'sip-invite-ip' });
+      return decision;
+    }),
     host,
     port: config.SIP_PORT!,
     // The certificate HTTPS serves also secures SIP signalling (the media stays plain RTP).
@@ -398,8 +406,17 @@ async function startSip(config: Config, deps: { calls: CallManager; apiKeys: Api
     routing: deps.routing,
     log: deps.log,
   });
+  const server = await started.catch(async (err: Error) => {
+    await limits?.close();
+    throw err;
+  });
   deps.log.info({ sip: server.ports }, 'SIP front door listening');
-  return server;
+  return {
+    close: async () => {
+      await server.close();
+      await limits?.close();
+    },
+  };
 }
 
 /** TURN is usable when it is off by choice or at least one server answers its checks. */

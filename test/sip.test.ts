@@ -70,7 +70,8 @@ async function caller(name: string, wav: string, password = PASSWORD, codec: 'g7
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'parley-sip-'));
   sipPort = await freePort();
-  server = await startServer({ SIP_PORT: String(sipPort), SIP_USERS: `${USER}:${PASSWORD}` });
+  // The fuzz run below sends hundreds of INVITEs from one address: the INVITE limit has its own test.
+  server = await startServer({ SIP_PORT: String(sipPort), SIP_USERS: `${USER}:${PASSWORD}`, RATE_LIMIT_SIP_INVITES_PER_IP: '100000' });
 });
 
 after(async () => {
@@ -210,6 +211,64 @@ describe('SIP over TLS', () => {
       await new Promise((resolve) => socket.once('close', resolve));
     }
     assert.equal((await api('/readyz')).status, 200);
+  });
+});
+
+describe('an INVITE flood', () => {
+  let limited: RunningServer;
+  let port: number;
+  before(async () => {
+    port = await freePort();
+    // 127.0.0.2 is a trusted trunk; every 127.x address reaches loopback.
+    limited = await startServer({ SIP_PORT: String(port), SIP_USERS: `${USER}:${PASSWORD}`, SIP_TRUSTED_CIDRS: '127.0.0.2/32', RATE_LIMIT_SIP_INVITES_PER_IP: '3' });
+  });
+  after(() => limited?.stop());
+
+  /** The final answer to an INVITE (with `sdp`) sent from `source`. */
+  async function invite(source: string, sdp: string): Promise<string> {
+    const socket = createSocket('udp4');
+    await new Promise<void>((resolve) => socket.bind(0, source, () => resolve()));
+    const text = [
+      `INVITE sip:agent@127.0.0.1:${port} SIP/2.0`,
+      `Via: SIP/2.0/UDP ${source}:${socket.address().port};branch=z9hG4bK${randomBytes(6).toString('hex')}`,
+      'Max-Forwards: 70',
+      `From: <sip:${USER}@${source}>;tag=${randomBytes(4).toString('hex')}`,
+      'To: <sip:agent@127.0.0.1>',
+      `Call-ID: ${randomBytes(8).toString('hex')}`,
+      'CSeq: 1 INVITE',
+      `Contact: <sip:${USER}@${source}:${socket.address().port}>`,
+      'Content-Type: application/sdp',
+      `Content-Length: ${Buffer.byteLength(sdp)}`,
+      '',
+      sdp,
+    ].join('\r\n');
+    const answer = new Promise<string>((resolve) =>
+      socket.on('message', (m) => {
+        if (!/^SIP\/2\.0 1\d\d/.test(m.toString('latin1'))) resolve(m.toString('latin1'));
+      }),
+    );
+    socket.send(text, port, '127.0.0.1');
+    try {
+      return await answer;
+    } finally {
+      socket.close();
+    }
+  }
+  const G729_ONLY = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 18\r\na=rtpmap:18 G729/8000\r\n';
+  const statusOf = (answer: string) => Number(/^SIP\/2\.0 (\d{3})/.exec(answer)![1]);
+
+  test('an address past RATE_LIMIT_SIP_INVITES_PER_IP gets 503 with Retry-After; other addresses and trusted trunks go on', async () => {
+    for (let i = 0; i < 3; i++) assert.equal(statusOf(await invite('127.0.0.1', G729_ONLY)), 401, `INVITE ${i + 1}: challenged`);
+    const refused = await invite('127.0.0.1', G729_ONLY);
+    assert.equal(statusOf(refused), 503);
+    const retryAfter = Number(/\r\nRetry-After: (\d+)\r\n/.exec(refused)?.[1]);
+    assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+    // Another address has its own count.
+    assert.equal(statusOf(await invite('127.0.0.3', G729_ONLY)), 401);
+    // The trunk's address is held by the call limits only: admitted, then told we speak no G.729.
+    for (let i = 0; i < 5; i++) assert.equal(statusOf(await invite('127.0.0.2', G729_ONLY)), 488);
+    const metrics = await (await fetch(`${limited.baseUrl}/metrics`)).text();
+    assert.match(metrics, /parley_rate_limited_total\{limit="sip-invite-ip"\} 1\n/);
   });
 });
 

@@ -259,6 +259,11 @@ export const settings = {
     default: '600',
     parse: int(0, 10_000_000),
   },
+  RATE_LIMIT_SIP_INVITES_PER_IP: {
+    doc: 'SIP INVITEs one source address outside SIP_TRUSTED_CIDRS may send per window (challenged, refused and wrong-password ones included; retransmissions not); beyond it 503 with Retry-After. 0: no limit. A trunk in SIP_TRUSTED_CIDRS is held by the call limits only.',
+    default: '120',
+    parse: int(0, 10_000_000),
+  },
   RATE_LIMIT_CALLS_PER_TOKEN: {
     doc: 'Calls requests (both forms) one ephemeral token may make per window; 0: no limit.',
     default: '20',

@@ -39,7 +39,7 @@ export class Metrics {
   readonly tokensIssued = new Counter({ name: 'parley_tokens_issued_total', help: 'Ephemeral tokens minted', registers: [this.registry] });
   readonly rateLimited = new Counter({
     name: 'parley_rate_limited_total',
-    help: 'Requests refused (429) by a rate limit, by limit (cs-ip, cs-key, calls-token, demo-ip; concurrent calls: calls-key, calls-key-half-open, calls-token-concurrent)',
+    help: 'Requests refused (429; SIP: 503) by a rate limit, by limit (cs-ip, cs-key, calls-token, demo-ip, sip-invite-ip; concurrent calls: calls-key, calls-key-half-open, calls-token-concurrent)',
     labelNames: ['limit'] as const,
     registers: [this.registry],
   });

@@ -10,7 +10,7 @@ import { createServer as createTlsServer, type Server as TlsServer } from 'node:
 import type { BlockList } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Session } from '../../session/session.js';
-import { unmapped } from '../../system/cidr.js';
+import { contains, unmapped } from '../../system/cidr.js';
 import { randomId } from '../../system/ids.js';
 import { CallCapacityExceeded, CallLimitExceeded, type CallManager } from '../callManager.js';
 import { TransportRejected } from '../transport.js';
@@ -57,6 +57,11 @@ export interface SipServerOptions {
   session: () => Session;
   /** Who decides what a ringing call becomes (sipRouting.ts). */
   routing: SipRouting;
+  /**
+   * Counts an INVITE from an untrusted source address (challenged and refused ones included): a
+   * scanner or a password guesser gets `503` with Retry-After past its limit. Unset: no limit.
+   */
+  inviteLimit?: (address: string) => Promise<{ allowed: boolean; retryAfterSeconds: number }>;
   log: FastifyBaseLogger;
 }
 
@@ -273,7 +278,12 @@ export class SipServer {
   }
 
   private async invite(req: SipRequest, peer: Peer, tx: ServerTransaction): Promise<void> {
-    const { calls, log } = this.opts;
+    const { calls, log, trusted, inviteLimit } = this.opts;
+    // A trunk's own addresses carry every call it routes: only the call limits apply to them.
+    if (inviteLimit && !(trusted && contains(trusted, peer.address))) {
+      const decision = await inviteLimit(peer.address);
+      if (!decision.allowed) return this.respond(req, peer, 503, 'Service Unavailable', tx, [['Retry-After', String(decision.retryAfterSeconds)]]);
+    }
     if (!this.admitted(req, peer, tx)) return;
     if (calls.isDraining) return this.respond(req, peer, 503, 'Service Unavailable', tx, [['Retry-After', '5']]);
     const contentType = (req.headers.get('content-type') ?? '').toLowerCase();
