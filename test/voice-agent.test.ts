@@ -27,9 +27,11 @@ function typed(client: RtcClient, text: string) {
   client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } });
 }
 
-/** Events of a type received after index `from`. */
+/** Events of a type received after index `from`; on a timeout, the error names the events that did come. */
 function nextAfter(client: RtcClient, type: string, from: number, timeoutMs = 15_000) {
-  return until(`${type} after event #${from}`, () => client.events.slice(from).find((x) => x.type === type), (e) => e !== undefined, timeoutMs);
+  return until(`${type} after event #${from}`, () => client.events.slice(from).find((x) => x.type === type), (e) => e !== undefined, timeoutMs).catch((err: Error) => {
+    throw new Error(`${err.message}; the events since: ${client.events.slice(from).map((e) => e.type).join(', ') || 'none'}`);
+  });
 }
 
 describe('offline pipeline', () => {
