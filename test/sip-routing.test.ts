@@ -1,7 +1,8 @@
 // Routing of SIP calls OpenAI's way, with a real SIP user agent (Debian's baresip) on loopback and a
 // webhook receiver acting as the app: each realtime.call.incoming delivery is verified with
 // standardwebhooks, and the app accepts the call with its own instructions (seen on the sideband's
-// session.created and in the record), rejects it (baresip sees 486), refers it (302 with the target),
+// session.created and in the record), rejects it (baresip sees 486), refers it (302 with the target;
+// once answered, a REFER: baresip calls the target and the first call ends),
 // or does nothing (the default agent answers after SIP_ROUTING_TIMEOUT_MS); a caller hanging up while
 // it rings gets 487 and the call cannot be accepted after; a call never answered gets no BYE.
 import assert from 'node:assert/strict';
@@ -163,13 +164,35 @@ describe('SIP call routing (realtime.call.incoming)', () => {
     const again = await api(`/v1/realtime/calls/${id}/accept`, { type: 'realtime' });
     assert.equal(again.status, 409);
     assert.equal((await again.json()).error.code, 'call_not_ringing');
-    const refer = await api(`/v1/realtime/calls/${id}/refer`, { target_uri: REFER_TARGET });
-    assert.equal(refer.status, 409, 'an answered call is not transferred');
-    assert.match((await refer.json()).error.message, /not transferred/);
 
     await b.command('hangup');
     const record = await until('the record ended', () => conversation(id), (c) => c.state === 'ended', 30_000);
     assert.equal(record.end_reason, 'hangup');
+  });
+
+  test('the app transfers an answered call: REFER, baresip calls the target, the first call ends referred', async () => {
+    const b = await dial('transfer', 'support');
+    const first = await ringingCallId(b);
+    await until('the call up', () => conversation(first), (c) => c.connected_at !== null, 60_000);
+    // The target is this server again (the app accepts calls to "support").
+    const target = `sip:support@127.0.0.1:${sipPort}`;
+    const refer = await api(`/v1/realtime/calls/${first}/refer`, { target_uri: target });
+    assert.deepEqual([refer.status, await refer.json()], [200, {}]);
+    const out = await until('baresip got the REFER', b.out, (o) => new RegExp(`\\nREFER sip:[^\\r\\n]+\\r?\\n(?:[^\\r\\n]*\\r?\\n)*?Refer-To: <${target}>`).test(o), 30_000);
+    assert.match(out, /SIP\/2\.0 202 Accepted/);
+    // baresip calls the target: a second call, which the app accepts…
+    const callIds = () => [...b.out().matchAll(/X-Parley-Call-Id: (conv_\S+)/g)].map((m) => m[1]!);
+    const second = (await until('the transferred call answered', callIds, (ids) => ids.some((id) => id !== first && decisions.has(id)), 60_000)).find((id) => id !== first)!;
+    assert.deepEqual(await decision(second), { status: 200, body: {} });
+    // …and once it is answered, baresip's NOTIFY says so and the first call ends with a BYE.
+    const record = await until('the first call ended', () => conversation(first), (c) => c.state === 'ended', 60_000);
+    assert.equal(record.end_reason, 'referred');
+    assert.match(b.out(), /\nNOTIFY sip:[^\r\n]+\r?\n(?:[^\r\n]*\r?\n)*?Event: refer/);
+    assert.match(b.out(), noByeFromParley(), 'the first call ended with a BYE from Parley');
+    // The transferred call goes on until the caller hangs up.
+    await until('the transferred call up', () => conversation(second), (c) => c.connected_at !== null, 30_000);
+    await b.command('hangup');
+    assert.equal((await until('the transferred call ended', () => conversation(second), (c) => c.state === 'ended', 30_000)).end_reason, 'hangup');
   });
 
   test('the app rejects: baresip sees 486 Busy Here, the record says rejected', async () => {

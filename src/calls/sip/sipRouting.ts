@@ -1,7 +1,8 @@
 // Routing of incoming SIP calls the way OpenAI's SIP interface routes them: a ringing call is
 // announced to the app (the realtime.call.incoming webhook) and waits for its decision — accept
 // with a session, reject with a SIP status, refer to another address — made through the HTTP API.
-// No decision in time: the default route. Nobody to announce it to: the default agent answers.
+// No decision in time: the default route. Nobody to announce it to: the default agent answers. An
+// answered call can still be referred: a REFER inside its dialog transfers it.
 import type { Session } from '../../session/session.js';
 
 export type RouteDecision =
@@ -39,6 +40,8 @@ export const DEFAULT_REJECT_STATUS = 480;
 
 export class SipRouting {
   private readonly ringing = new Map<string, { apiKeyId: string; decide: (d: RouteDecision) => void }>();
+  /** Answered calls of this process, by id: how to transfer each. */
+  private readonly live = new Map<string, { apiKeyId: string; transfer: (target: string) => void }>();
 
   constructor(private readonly opts: SipRoutingOptions) {}
 
@@ -74,6 +77,24 @@ export class SipRouting {
   /** Whether call `id` of key `apiKeyId` is ringing, waiting for a decision. */
   isRinging(id: string, apiKeyId: string): boolean {
     return this.ringing.get(id)?.apiKeyId === apiKeyId;
+  }
+
+  /** Call `id` was answered: `transfer` sends it to a target from now on. */
+  answered(id: string, apiKeyId: string, transfer: (target: string) => void): void {
+    this.live.set(id, { apiKeyId, transfer });
+  }
+
+  /** Call `id` is over: it can no longer be transferred. */
+  ended(id: string): void {
+    this.live.delete(id);
+  }
+
+  /** Transfers answered call `id` of key `apiKeyId` to `target`; false when there is no such call. */
+  transfer(id: string, apiKeyId: string, target: string): boolean {
+    const call = this.live.get(id);
+    if (!call || call.apiKeyId !== apiKeyId) return false;
+    call.transfer(target);
+    return true;
   }
 
   /** Delivers the app's decision for ringing call `id` of key `apiKeyId`. */

@@ -26,7 +26,7 @@ const T1_MS = 500;
 const T2_MS = 4000;
 const TRANSACTION_MS = 64 * T1_MS;
 
-const ALLOW = 'INVITE, ACK, BYE, CANCEL, OPTIONS';
+const ALLOW = 'INVITE, ACK, BYE, CANCEL, OPTIONS, NOTIFY';
 
 /** Parley's id of the call in the 180 and 200 (for a PBX's logs, and the app's hangup and sideband). */
 const CALL_ID_HEADER = 'X-Parley-Call-Id';
@@ -109,8 +109,8 @@ export class SipServer {
   private readonly tls: TlsServer | undefined;
   private readonly transactions = new Map<string, ServerTransaction>();
   private readonly dialogs = new Map<string, Dialog>();
-  /** Our BYEs awaiting a response, by branch: their retransmission timers. */
-  private readonly outgoing = new Map<string, NodeJS.Timeout>();
+  /** Our requests (BYE, REFER) awaiting a final response, by branch: their retransmission timer and what the response means. */
+  private readonly outgoing = new Map<string, { timer?: NodeJS.Timeout; onFinal?: (status: number) => void }>();
   private readonly connections = new Set<TcpSocket>();
   private listening: { udp: number; tcp: number; tls?: number } = { udp: 0, tcp: 0 };
   private closed = false;
@@ -165,7 +165,7 @@ export class SipServer {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const timer of this.outgoing.values()) clearTimeout(timer);
+    for (const { timer } of this.outgoing.values()) clearTimeout(timer);
     for (const d of this.dialogs.values()) if (d.unacked) clearTimeout(d.unacked.timer);
     for (const socket of this.connections) socket.destroy();
     await new Promise<void>((resolve) => this.tcp.close(() => resolve()));
@@ -259,6 +259,8 @@ export class SipServer {
         return this.bye(req, peer, tx, toTag);
       case 'CANCEL':
         return this.cancel(req, peer, tx);
+      case 'NOTIFY':
+        return this.notify(req, peer, tx, toTag);
       case 'OPTIONS':
         return this.respond(req, peer, 200, 'OK', tx, [
           ['Allow', ALLOW],
@@ -374,6 +376,9 @@ export class SipServer {
     if (outcome.session) call.updateSession(outcome.session);
     // From now on a call that ends here ends with a BYE (while it rang, a final response said so).
     dialog.transport.bindDialog({ hangUp: () => this.hangUp(dialog) });
+    // Answered, it can still be transferred: a REFER inside the dialog.
+    this.opts.routing.answered(conversationId, call.apiKeyId, (target) => this.transfer(dialog, target));
+    call.observe({ ended: () => this.opts.routing.ended(conversationId) });
     log.info({ transport: peer.transport, from: uriOf(req.from) }, 'SIP call answered');
     this.answer(req, dialog, tx, answer());
   }
@@ -453,35 +458,69 @@ export class SipServer {
     if (dialog.ended) return;
     dialog.ended = true;
     if (dialog.unacked) clearTimeout(dialog.unacked.timer);
+    this.request(dialog, 'BYE');
+  }
+
+  /**
+   * Transfers an answered call (RFC 3515): REFER to `target` inside its dialog. The caller (its
+   * trunk or PBX) places the call to the target and reports how it went in NOTIFYs; once the target
+   * answers, this call ends (notify()). A refused REFER leaves the call as it was.
+   */
+  private transfer(dialog: Dialog, target: string): void {
+    const log = this.opts.log.child({ conversation: dialog.conversationId });
+    this.request(dialog, 'REFER', [['Refer-To', `<${target}>`], ['Referred-By', `<sip:parley@${hostPort(this.opts.announcedAddress, this.portOf(dialog.peer))}>`], ['Contact', this.contact(dialog.peer)]], (status) => {
+      if (status >= 300) log.warn({ status, target }, 'SIP transfer refused by the caller; the call goes on');
+      else log.info({ target }, 'SIP transfer accepted by the caller');
+    });
+  }
+
+  /** A NOTIFY of a transfer's progress (RFC 3515 §2.4.5): its sipfrag's 2xx means the target answered. */
+  private notify(req: SipRequest, peer: Peer, tx: ServerTransaction, toTag: string | undefined): void {
+    const dialog = toTag ? this.dialogs.get(dialogKey(req.callId, toTag)) : undefined;
+    if (!dialog || dialog.ended) return this.respond(req, peer, 481, 'Call/Transaction Does Not Exist', tx);
+    this.respond(req, peer, 200, 'OK', tx);
+    const status = Number(/^SIP\/2\.0 (\d{3})/.exec(req.body.toString('latin1'))?.[1]);
+    if (status >= 200 && status < 300) {
+      this.opts.log.info({ conversation: dialog.conversationId }, 'SIP call transferred');
+      void this.opts.calls.get(dialog.conversationId)?.end('referred');
+    }
+  }
+
+  /** Sends `method` inside `dialog`, retransmitted over UDP until a final response, which `onFinal` is told. */
+  private request(dialog: Dialog, method: string, extra: [string, string][] = [], onFinal?: (status: number) => void): void {
     const branch = 'z9hG4bK' + randomBytes(8).toString('hex');
     const via = `SIP/2.0/${dialog.peer.transport.toUpperCase()} ${hostPort(this.opts.announcedAddress, this.portOf(dialog.peer))};branch=${branch};rport`;
-    const bytes = writeMessage(`BYE ${dialog.remoteTarget} SIP/2.0`, [
+    const bytes = writeMessage(`${method} ${dialog.remoteTarget} SIP/2.0`, [
       ['Via', via],
       ['Max-Forwards', '70'],
       ...dialog.routeSet.map((r): [string, string] => ['Route', r]),
       ['From', dialog.localUri],
       ['To', dialog.remoteUri],
       ['Call-ID', dialog.callId],
-      ['CSeq', `${++dialog.localSeq} BYE`],
+      ['CSeq', `${++dialog.localSeq} ${method}`],
+      ...extra,
     ]);
     this.send(dialog.peer, bytes);
-    if (dialog.peer.transport !== 'udp') return;
+    const pending: { timer?: NodeJS.Timeout; onFinal?: (status: number) => void } = { onFinal };
+    this.outgoing.set(branch, pending);
     const started = Date.now();
     let interval = T1_MS;
     const retransmit = () => {
       if (Date.now() - started >= TRANSACTION_MS) return void this.outgoing.delete(branch);
-      this.send(dialog.peer, bytes);
+      if (dialog.peer.transport === 'udp') this.send(dialog.peer, bytes);
       interval = Math.min(interval * 2, T2_MS);
-      this.outgoing.set(branch, setTimeout(retransmit, interval).unref());
+      pending.timer = setTimeout(retransmit, interval).unref();
     };
-    this.outgoing.set(branch, setTimeout(retransmit, interval).unref());
+    // Over a stream nothing is resent; the timer only gives up on the answer.
+    pending.timer = setTimeout(retransmit, dialog.peer.transport === 'udp' ? interval : TRANSACTION_MS).unref();
   }
 
   private responseReceived(res: SipResponse): void {
-    const timer = this.outgoing.get(res.branch);
-    if (!timer || res.status < 200) return;
-    clearTimeout(timer);
+    const pending = this.outgoing.get(res.branch);
+    if (!pending || res.status < 200) return;
+    clearTimeout(pending.timer);
     this.outgoing.delete(res.branch);
+    pending.onFinal?.(res.status);
   }
 
   /** The call ended: its dialog is kept a transaction's time, for retransmitted BYEs to find. */

@@ -1,6 +1,6 @@
 // Routing of ringing SIP calls, OpenAI's way: after its realtime.call.incoming webhook, the app
 // accepts a call (with a session), rejects it (a SIP status) or refers it elsewhere (302 before
-// answering). A decision for a call another node or worker carries (the one the INVITE reached) is
+// answering, a REFER inside the dialog after). A decision for a call another node or worker carries (the one the INVITE reached) is
 // passed to it. Errors are OpenAI's error objects.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
@@ -23,7 +23,7 @@ const SipReferRequest = Type.Object(
       maxLength: 512,
       // A SIP or tel URI, nothing that could break out of the Contact header.
       pattern: '^(sips?|tel):[^\\s<>"]+$',
-      description: 'Where the caller is sent: a sip:, sips: or tel: URI (the Contact of a 302 Moved Temporarily).',
+      description: 'Where the caller is sent: a sip:, sips: or tel: URI (the Contact of a 302 Moved Temporarily while the call rings, the Refer-To of a REFER once answered).',
     }),
   },
   { title: 'SipReferRequest' },
@@ -45,8 +45,8 @@ export const sipRoutingRoutes = (services: Services): FastifyPluginAsync => asyn
   /** Why call `id` of this key takes no decision: gone or unknown (404), or no longer ringing (409). */
   function notRinging(id: string, apiKeyId: string, action: RouteDecision['kind']): HttpError {
     if (calls.get(id)?.apiKeyId === apiKeyId) {
-      // Transferring an answered call would take a REFER inside its dialog, which Parley does not send.
-      const why = action === 'refer' ? 'an answered call is not transferred (end it with hangup)' : 'it was answered already';
+      // Only a SIP call can be referred (answered or not); the others were answered already.
+      const why = action === 'refer' ? 'it is not a phone call, so it cannot be transferred' : 'it was answered already';
       return openAiError(409, 'call_not_ringing', `Call '${id}' is no longer ringing: ${why}.`, 'call_id');
     }
     // Another key's call is indistinguishable from a missing one.
@@ -107,12 +107,14 @@ export const sipRoutingRoutes = (services: Services): FastifyPluginAsync => asyn
 
   app.post<{ Params: Static<typeof CallParams>; Body: Static<typeof SipReferRequest> }>(
     '/v1/realtime/calls/:call_id/refer',
-    options('Sends a ringing SIP call elsewhere: 302 Moved Temporarily to target_uri; an answered call is not transferred (409) (API key)', SipReferRequest),
+    options('Sends a SIP call elsewhere: 302 Moved Temporarily to target_uri while it rings, a REFER (transfer) once answered (API key)', SipReferRequest),
     async (req, reply) => {
       const problem = bodyProblem(req);
       if (problem) throw problem;
       const forwarded = await elsewhere(req, reply);
       if (forwarded) return forwarded;
+      // Answered: the caller is asked to call the target (the call ends once the target answers).
+      if (sipRouting.transfer(req.params.call_id, req.apiKeyId!, req.body.target_uri)) return {};
       return decide(req, { kind: 'refer', target: req.body.target_uri });
     },
   );
