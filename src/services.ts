@@ -276,6 +276,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     announce: async (call) => (await webhookPublisher.publish(call.apiKeyId, 'realtime.call.incoming', realtimeCallIncomingData(call))) !== undefined,
     timeoutMs: config.SIP_ROUTING_TIMEOUT_MS,
     defaultRoute: config.SIP_DEFAULT_ROUTE,
+    routed: (decision, by) => metrics.sipRouting.inc({ decision, by }),
   });
   const sip = config.SIP_PORT === undefined ? undefined : await startSip(config, { calls, apiKeys: store.apiKeys, sessionDefaults, routing: sipRouting, log, metrics });
   if (sip) opened(() => sip.close());

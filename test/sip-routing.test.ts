@@ -193,6 +193,9 @@ describe('SIP call routing (realtime.call.incoming)', () => {
     await until('the transferred call up', () => conversation(second), (c) => c.connected_at !== null, 30_000);
     await b.command('hangup');
     assert.equal((await until('the transferred call ended', () => conversation(second), (c) => c.state === 'ended', 30_000)).end_reason, 'hangup');
+    const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
+    assert.match(metrics, /parley_sip_routing_total\{decision="accept",by="app"\} [1-9]/);
+    assert.match(metrics, /parley_sip_routing_total\{decision="refer",by="transfer"\} 1\n/);
   });
 
   test('the app rejects: baresip sees 486 Busy Here, the record says rejected', async () => {

@@ -36,6 +36,12 @@ export class Metrics {
     labelNames: ['outcome'],
     registers: [this.registry],
   });
+  readonly sipRouting = new Counter({
+    name: 'parley_sip_routing_total',
+    help: "What ringing SIP calls became (decision: accept, reject, refer, abandoned) and who decided (by: app, default_route, no_webhook — nobody receives realtime.call.incoming —, unannounced — the webhook could not be written —, caller — it hung up —; transfer: an answered call referred)",
+    labelNames: ['decision', 'by'] as const,
+    registers: [this.registry],
+  });
   readonly tokensIssued = new Counter({ name: 'parley_tokens_issued_total', help: 'Ephemeral tokens minted', registers: [this.registry] });
   readonly rateLimited = new Counter({
     name: 'parley_rate_limited_total',

@@ -43,3 +43,27 @@ test('the caller gives up while it rings: abandoned, and a late decision finds n
   assert.deepEqual(await outcome, { kind: 'abandoned' });
   assert.equal(r.decide('conv_1', 'key_a', { kind: 'accept' }), 'not_ringing');
 });
+
+test('each outcome is told with who decided it; an answered call is transferred for its own key only', async () => {
+  const told: string[] = [];
+  const routed = (decision: string, by: string) => told.push(`${decision} by ${by}`);
+  const r = routing({ routed });
+  const byApp = r.route(call, new AbortController().signal);
+  r.decide('conv_1', 'key_a', { kind: 'accept' });
+  await byApp;
+  await routing({ routed, announce: async () => false }).route(call, new AbortController().signal);
+  await routing({ routed, timeoutMs: 10, defaultRoute: 'reject' }).route(call, new AbortController().signal);
+  await routing({ routed, announce: async () => Promise.reject(new Error('store down')) }).route(call, new AbortController().signal);
+  const abort = new AbortController();
+  const abandoned = r.route(call, abort.signal);
+  abort.abort();
+  await abandoned;
+  const targets: string[] = [];
+  r.answered('conv_1', 'key_a', (target) => targets.push(target));
+  assert.equal(r.transfer('conv_1', 'key_b', 'sip:desk@example.com'), false, "another key's call");
+  assert.equal(r.transfer('conv_1', 'key_a', 'sip:desk@example.com'), true);
+  r.ended('conv_1');
+  assert.equal(r.transfer('conv_1', 'key_a', 'sip:desk@example.com'), false, 'a call that ended');
+  assert.deepEqual(targets, ['sip:desk@example.com']);
+  assert.deepEqual(told, ['accept by app', 'accept by no_webhook', 'reject by default_route', 'accept by unannounced', 'abandoned by caller', 'refer by transfer']);
+});

@@ -30,7 +30,12 @@ export interface SipRoutingOptions {
   timeoutMs: number;
   /** What a call nobody decided on in time gets. */
   defaultRoute: 'answer' | 'reject';
+  /** Told what each ringing call became and who decided it (for metrics). */
+  routed?: (decision: RouteOutcome['kind'], by: RouteAuthor) => void;
 }
+
+/** Who decided what a ringing call became. */
+export type RouteAuthor = 'app' | 'default_route' | 'no_webhook' | 'unannounced' | 'caller' | 'transfer';
 
 /** The decision call routes take: delivered, or why not. */
 export type DecideResult = 'decided' | 'not_ringing';
@@ -50,26 +55,27 @@ export class SipRouting {
     const fallback: RouteDecision = this.opts.defaultRoute === 'answer' ? { kind: 'accept' } : { kind: 'reject', status: DEFAULT_REJECT_STATUS };
     return new Promise<RouteOutcome>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
-      const settle = (outcome: RouteOutcome) => {
+      const settle = (outcome: RouteOutcome, by: RouteAuthor) => {
         if (this.ringing.get(call.callId)?.decide !== decide) return;
         this.ringing.delete(call.callId);
         clearTimeout(timer);
         signal.removeEventListener('abort', abandon);
+        this.opts.routed?.(outcome.kind, by);
         resolve(outcome);
       };
-      const decide = (d: RouteDecision) => settle(d);
-      const abandon = () => settle({ kind: 'abandoned' });
+      const decide = (d: RouteDecision) => settle(d, 'app');
+      const abandon = () => settle({ kind: 'abandoned' }, 'caller');
       // Registered before the app is told: its answer may come before the announcement resolves.
       this.ringing.set(call.callId, { apiKeyId: call.apiKeyId, decide });
       if (signal.aborted) return abandon();
       signal.addEventListener('abort', abandon);
-      timer = setTimeout(() => settle(fallback), this.opts.timeoutMs);
+      timer = setTimeout(() => settle(fallback, 'default_route'), this.opts.timeoutMs);
       this.opts.announce(call).then(
         (told) => {
-          if (!told) settle({ kind: 'accept' });
+          if (!told) settle({ kind: 'accept' }, 'no_webhook');
         },
         // The app cannot be told (the store is down): the call is not held up for nothing.
-        () => settle(fallback),
+        () => settle(fallback, 'unannounced'),
       );
     });
   }
@@ -94,6 +100,7 @@ export class SipRouting {
     const call = this.live.get(id);
     if (!call || call.apiKeyId !== apiKeyId) return false;
     call.transfer(target);
+    this.opts.routed?.('refer', 'transfer');
     return true;
   }
 
