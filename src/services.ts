@@ -49,7 +49,7 @@ import { CallWebhooks } from './webhooks/callWebhooks.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { WebhookEndpointStore } from './webhooks/endpoints.js';
 import { WebhookOutbox } from './webhooks/outbox.js';
-import { realtimeCallIncomingData } from './webhooks/payloads.js';
+import { lostCallData, realtimeCallIncomingData } from './webhooks/payloads.js';
 import { WebhookPublisher } from './webhooks/publisher.js';
 import { Recordings } from './recordings/recordings.js';
 
@@ -311,6 +311,10 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
       heartbeatMs: config.NODE_HEARTBEAT_MS,
       lostAfterMs: config.NODE_LOST_AFTER_MS,
       facts: () => ({ url: nodeUrl, calls: calls.activeCount, max_calls: config.MAX_CONCURRENT_CALLS, media_address: config.ICE_PUBLIC_IP ?? config.ICE_BIND_ADDRESS ?? null }),
+      // A call lost with its node never told its end: the node that records it failed does.
+      lost: async (lostCalls) => {
+        for (const call of lostCalls) await webhookPublisher.publish(call.apiKeyId, 'call.failed', lostCallData(call));
+      },
     },
     log,
   );

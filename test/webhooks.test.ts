@@ -6,7 +6,6 @@
 // call.failed; a receiver down during a call and Parley killed with SIGKILL before it is back:
 // after the restart every event arrives, once.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,6 +21,7 @@ import { openOrgaPage, startOrgaApp, waitForOrga, type OrgaApp } from './helpers
 import { attachTone, openCall, outboundAudio } from './helpers/rtcClient.ts';
 import { mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { speakToWav } from './helpers/speech.ts';
+import { makeCertificate } from './helpers/tls.ts';
 import { until } from './helpers/wait.ts';
 
 interface Received {
@@ -104,9 +104,7 @@ describe('webhooks on a TLS node: OpenAI WebSocket sessions, per-key endpoints, 
   before(async () => {
     await receiver.start();
     certDir = mkdtempSync(join(tmpdir(), 'parley-webhooks-tls-'));
-    const cert = join(certDir, 'cert.pem');
-    const key = join(certDir, 'key.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    const { cert, key } = makeCertificate(certDir);
     ca = readFileSync(cert, 'utf8');
     server = await startServer({
       TLS_CERT_FILE: cert,

@@ -130,7 +130,7 @@ export class CallManager {
         throw err;
       }
       try {
-        await this.opts.conversations.create({ id, apiKeyId: req.apiKeyId, threadId, endUser: req.endUser, params: req.session, nodeId: this.opts.nodeId, recorded: await recorded });
+        await this.opts.conversations.create({ id, apiKeyId: req.apiKeyId, threadId, endUser: req.endUser, params: req.session, nodeId: this.opts.nodeId, transport: call.transportKind, recorded: await recorded });
       } catch (err) {
         // No record, no call (the client gets 503 and retries).
         void call.end('not_recorded', 'failed');

@@ -19,6 +19,8 @@ export interface ConversationRecord {
   /** The node that carries (or carried) the call. */
   nodeId: string | null;
   recording: RecordingState | null;
+  /** The front door it came through (webrtc, websocket, sip); null on old records. */
+  transport: string | null;
   /** Its usage and quality at its end (calls/callFigures.ts); null before, or when none were recorded. */
   usage: Record<string, unknown> | null;
   quality: Record<string, unknown> | null;
@@ -62,7 +64,7 @@ export class ConversationStore {
 
   constructor(private readonly db: Db) {}
 
-  async create(rec: { id: string; apiKeyId: string; threadId: string; endUser: string | null; params: object; nodeId: string; recorded?: boolean }): Promise<void> {
+  async create(rec: { id: string; apiKeyId: string; threadId: string; endUser: string | null; params: object; nodeId: string; transport: string; recorded?: boolean }): Promise<void> {
     await this.db
       .insertInto('conversations')
       .values({
@@ -80,6 +82,7 @@ export class ConversationStore {
         usage: null,
         quality: null,
         recording: rec.recorded ? 'recording' : null,
+        transport: rec.transport,
       })
       .execute();
   }
@@ -145,26 +148,31 @@ export class ConversationStore {
   }
 
   /** Marks failed the unfinished calls carried by `nodeId` (its earlier incarnation died with them). */
-  async failCallsOfNode(nodeId: string, reason: string): Promise<number> {
-    const result = await this.db
+  async failCallsOfNode(nodeId: string, reason: string): Promise<ConversationRecord[]> {
+    const rows = await this.db
       .updateTable('conversations')
       .set({ state: 'failed', end_reason: reason, ended_at: new Date().toISOString() })
       .where('node_id', '=', nodeId)
       .where('state', 'in', UNFINISHED)
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows);
+      .returningAll()
+      .execute();
+    return rows.map(toRecord);
   }
 
-  /** Marks failed the unfinished calls of every node (but `exceptNodeId`) silent since `silentSince`. */
-  async failCallsOfSilentNodes(silentSince: string, exceptNodeId: string, reason: string): Promise<number> {
-    const result = await this.db
+  /**
+   * Marks failed the unfinished calls of every node (but `exceptNodeId`) silent since `silentSince`;
+   * resolves with them (each is returned to the one node whose update changed it).
+   */
+  async failCallsOfSilentNodes(silentSince: string, exceptNodeId: string, reason: string): Promise<ConversationRecord[]> {
+    const rows = await this.db
       .updateTable('conversations')
       .set({ state: 'failed', end_reason: reason, ended_at: new Date().toISOString() })
       .where('state', 'in', UNFINISHED)
       .where('node_id', '!=', exceptNodeId)
       .where('node_id', 'in', (eb) => eb.selectFrom('nodes').select('id').where('heartbeat_at', '<', silentSince))
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows);
+      .returningAll()
+      .execute();
+    return rows.map(toRecord);
   }
 
   async get(id: string): Promise<ConversationRecord | null> {
@@ -214,5 +222,6 @@ function toRecord(row: ConversationsTable): ConversationRecord {
     usage: row.usage === null ? null : (JSON.parse(row.usage) as Record<string, unknown>),
     quality: row.quality === null ? null : (JSON.parse(row.quality) as Record<string, unknown>),
     recording: (row.recording as RecordingState | null) ?? null,
+    transport: row.transport ?? null,
   };
 }

@@ -55,6 +55,8 @@ export interface ConversationsTable {
   quality: string | null;
   /** The call's recording: null (none), 'recording' (being written), 'complete' or 'failed' (stopped early; what was written stays). */
   recording: string | null;
+  /** The front door: webrtc, websocket or sip; null on records older than migration 0009. */
+  transport: string | null;
 }
 
 /** One row per Parley node (process identity, kept across restarts): its liveness and facts. */

@@ -145,6 +145,12 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('conversations_created_at').on('conversations').columns(['created_at', 'id']).execute();
     },
   },
+  // The front door a call came through (webrtc, websocket, sip), for what is said of a call its node lost.
+  '0009_conversations_transport': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('conversations').addColumn('transport', 'varchar(16)').execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

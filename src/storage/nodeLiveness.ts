@@ -2,7 +2,7 @@
 // calls its earlier incarnation left unfinished (a crash or kill -9); and every node periodically
 // records failed the unfinished calls of nodes silent for longer than NODE_LOST_AFTER_MS. The
 // heartbeat also writes call ends that an outage of the database kept in memory.
-import type { ConversationStore } from './conversations.js';
+import type { ConversationRecord, ConversationStore } from './conversations.js';
 import type { DbAvailability } from './db.js';
 import type { NodeFacts, NodeStore } from './nodes.js';
 import { StoreUnavailable } from './unavailable.js';
@@ -18,6 +18,8 @@ export interface NodeLivenessOptions {
   lostAfterMs: number;
   /** Extra facts for each heartbeat (call counts, addresses…). */
   facts?: () => NodeFacts;
+  /** Told the calls this node recorded failed for a lost node (their call.failed webhooks). */
+  lost?: (calls: ConversationRecord[]) => Promise<void>;
 }
 
 interface Log {
@@ -43,7 +45,8 @@ export class NodeLiveness {
     const { nodeId } = this.opts;
     await this.nodes.register(nodeId, this.opts.facts?.());
     const failed = await this.conversations.failCallsOfNode(nodeId, NODE_LOST);
-    if (failed) this.log.warn({ node: nodeId, calls: failed }, `calls left unfinished by this node's previous run recorded failed (${NODE_LOST})`);
+    if (failed.length) this.log.warn({ node: nodeId, calls: failed.length }, `calls left unfinished by this node's previous run recorded failed (${NODE_LOST})`);
+    await this.told(failed);
     this.timer = setInterval(() => {
       this.running ??= this.tick().finally(() => (this.running = undefined));
     }, this.opts.heartbeatMs);
@@ -64,6 +67,12 @@ export class NodeLiveness {
     await this.running;
   }
 
+  /** Tells `lost` of calls recorded failed here; its failure is logged (the records are right either way). */
+  private async told(calls: ConversationRecord[]): Promise<void> {
+    if (!calls.length || !this.opts.lost) return;
+    await this.opts.lost(calls).catch((err: Error) => this.log.error({ err, calls: calls.map((c) => c.id) }, 'lost calls not told to webhooks'));
+  }
+
   private async tick(): Promise<void> {
     const { nodeId, lostAfterMs } = this.opts;
     try {
@@ -79,7 +88,8 @@ export class NodeLiveness {
       if (Date.now() - this.availability.upSince < lostAfterMs) return;
       const now = Date.now();
       const failed = await this.conversations.failCallsOfSilentNodes(new Date(now - lostAfterMs).toISOString(), nodeId, NODE_LOST);
-      if (failed) this.log.warn({ calls: failed, silentForMs: lostAfterMs }, `calls of silent nodes recorded failed (${NODE_LOST})`);
+      if (failed.length) this.log.warn({ calls: failed.length, silentForMs: lostAfterMs }, `calls of silent nodes recorded failed (${NODE_LOST})`);
+      await this.told(failed);
       await this.nodes.forgetSilentSince(new Date(now - FORGET_AFTER_MS).toISOString());
     } catch (err) {
       if (!(err instanceof StoreUnavailable)) return this.log.error({ err }, 'node heartbeat failed');

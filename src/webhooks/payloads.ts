@@ -2,6 +2,7 @@
 // document publishes (its `webhooks`), so what is sent and what is documented cannot drift apart.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { Call } from '../calls/call.js';
+import type { ConversationRecord } from '../storage/conversations.js';
 import { CallQualitySchema, CallUsageSchema } from '../calls/callFigures.js';
 import type { WebhookEventType } from './events.js';
 
@@ -102,6 +103,29 @@ export function callEndedData(call: Call, times: CallTimes): Static<typeof CallE
     duration_s: times.connectedAt === null ? 0 : Math.round(times.endedAt - times.connectedAt) / 1000,
     // Audio seconds each way and model tokens; the wire's loss, jitter, round trips and bitrates (null when it never connected).
     ...call.figures(),
+  };
+}
+
+/**
+ * call.failed's data for a call its node was lost with (recorded failed by another node, or by its
+ * own next start): what its record holds; its usage and quality died with the node.
+ */
+export function lostCallData(record: ConversationRecord): Static<typeof CallEndedData> {
+  const startedAt = Date.parse(record.createdAt);
+  const connectedAt = record.connectedAt === null ? null : Date.parse(record.connectedAt);
+  const endedAt = record.endedAt === null ? Date.now() : Date.parse(record.endedAt);
+  return {
+    call_id: record.id,
+    api_key_id: record.apiKeyId,
+    state: 'failed',
+    end_reason: record.endReason ?? 'unknown',
+    transport: record.transport ?? 'unknown',
+    started_at: seconds(startedAt),
+    connected_at: connectedAt === null ? null : seconds(connectedAt),
+    ended_at: seconds(endedAt),
+    duration_s: connectedAt === null ? 0 : Math.round(endedAt - connectedAt) / 1000,
+    usage: { caller_audio_s: 0, agent_audio_s: 0, input_tokens: 0, output_tokens: 0 },
+    quality: null,
   };
 }
 
