@@ -7,6 +7,9 @@
 import Database from 'better-sqlite3';
 import { createHmac } from 'node:crypto';
 
+/** A key's row is written again once this share of a credential's life has passed since its last write. */
+const REWRITE_AFTER = 0.5;
+
 export class TurnKeySecrets {
   private db: Database.Database | undefined;
   /** Which keys have a secret in coturn's table, and since when: a file of Parley's own beside it. */
@@ -25,12 +28,11 @@ export class TurnKeySecrets {
   ) {}
 
   /** The secret `apiKeyId`'s credentials are signed with, accepted by coturn from now on. */
-  grant(apiKeyId: string): string {
+  grant(apiKeyId: string, now = Date.now()): string {
     const secret = this.secretOf(apiKeyId);
-    const now = Date.now();
     const at = this.granted.get(apiKeyId);
     // Written again now and then, so the row outlives the credentials signed with it.
-    if (at === undefined || now - at > (this.maxCredentialSeconds * 1000) / 2) {
+    if (at === undefined || now - at > this.maxCredentialSeconds * 1000 * REWRITE_AFTER) {
       const { db, ledger } = this.open();
       db.prepare('INSERT OR IGNORE INTO turn_secret (realm, value) VALUES (?, ?)').run(this.realm, secret);
       ledger.prepare('INSERT INTO parley_turn_key (key_id, value, granted_at) VALUES (?, ?, ?) ON CONFLICT (key_id) DO UPDATE SET granted_at = excluded.granted_at').run(apiKeyId, secret, now);
@@ -47,10 +49,14 @@ export class TurnKeySecrets {
     this.granted.delete(apiKeyId);
   }
 
-  /** The keys coturn holds a secret of (for the revocation poll); rows past every credential's life are dropped first. */
-  keys(): string[] {
+  /**
+   * The keys coturn holds a secret of (for the revocation poll); rows past every credential's life are
+   * dropped first. A credential signed with a row may be minted up to REWRITE_AFTER of a life after the
+   * row's last write (it is not rewritten sooner) and lives a whole life from then: the row must too.
+   */
+  keys(now = Date.now()): string[] {
     const { ledger } = this.open();
-    const expired = ledger.prepare('SELECT key_id FROM parley_turn_key WHERE granted_at < ?').all(Date.now() - this.maxCredentialSeconds * 1000) as { key_id: string }[];
+    const expired = ledger.prepare('SELECT key_id FROM parley_turn_key WHERE granted_at < ?').all(now - this.maxCredentialSeconds * 1000 * (1 + REWRITE_AFTER)) as { key_id: string }[];
     for (const { key_id } of expired) this.revoke(key_id);
     return (ledger.prepare('SELECT key_id FROM parley_turn_key').all() as { key_id: string }[]).map((r) => r.key_id);
   }
