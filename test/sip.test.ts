@@ -61,8 +61,8 @@ async function sideband(id: string): Promise<{ socket: WebSocket; digits: string
   return { socket, digits };
 }
 
-async function caller(name: string, wav: string, password = PASSWORD, codec: 'g711' | 'opus' = 'g711'): Promise<Baresip> {
-  const b = await startBaresip(join(dir, name), { user: USER, password, wav, codec });
+async function caller(name: string, wav: string, opts: { password?: string; codec?: 'g711' | 'opus'; srtp?: boolean } = {}): Promise<Baresip> {
+  const b = await startBaresip(join(dir, name), { user: USER, password: opts.password ?? PASSWORD, wav, codec: opts.codec, srtp: opts.srtp });
   callers.push(b);
   return b;
 }
@@ -125,7 +125,7 @@ describe('SIP calls from baresip', () => {
 
   test('Opus when baresip offers it: the question heard in wideband, the reply audible, key presses told', async () => {
     const wav = microphone('opus.wav', [{ silenceMs: 1000 }, 'what time is it', { silenceMs: 30_000 }], 48_000);
-    const b = await caller('opus', wav, PASSWORD, 'opus');
+    const b = await caller('opus', wav, { codec: 'opus' });
     await b.command('dial', `sip:agent@127.0.0.1:${sipPort}`);
     const id = await callIdOf(b);
     // Our answer, as baresip received it, took Opus.
@@ -160,7 +160,7 @@ describe('SIP calls from baresip', () => {
 
   test('a wrong digest password is refused', async () => {
     const wav = microphone('refused.wav', [{ silenceMs: 10_000 }]);
-    const b = await caller('wrong-password', wav, 'not-the-password');
+    const b = await caller('wrong-password', wav, { password: 'not-the-password' });
     await b.command('dial', `sip:agent@127.0.0.1:${sipPort}`);
     // Challenged, it answers with the wrong password, and is challenged again: the call fails.
     const out = await until('two challenges', b.out, (o) => (o.match(/SIP\/2\.0 401 Unauthorized/g) ?? []).length >= 2, 30_000);
@@ -201,6 +201,26 @@ describe('SIP over TLS', () => {
     await until('baresip got the BYE over TLS', b.out, (o) => new RegExp(`TLS 127\\.0\\.0\\.1:${tlsPort} -> [^\\n]+\\r?\\nBYE `).test(o), 30_000);
     const ended = await until('the record ended', () => record(id), (c) => c.state === 'ended', 30_000);
     assert.equal(ended.end_reason, 'hangup_request');
+  });
+
+  test('SRTP (SDES) over TLS: the question reaches the agent and its reply reaches baresip, both encrypted', async () => {
+    const wav = microphone('srtp.wav', [{ silenceMs: 1000 }, 'what time is it', { silenceMs: 30_000 }]);
+    const b = await caller('srtp', wav, { srtp: true });
+    await b.command('dial', `sip:agent@127.0.0.1:${tlsPort};transport=tls`);
+    const out = await until('the call answered', b.out, (o) => /X-Parley-Call-Id: (conv_\S+)/.test(o), 60_000);
+    const id = /X-Parley-Call-Id: (conv_\S+)/.exec(out)![1]!;
+    // The answer baresip got: RTP/SAVP with our own key.
+    assert.match(out, /SIP\/2\.0 200 OK\r\n[\s\S]*?m=audio \d+ RTP\/SAVP [\s\S]*?a=crypto:\d+ AES_CM_128_HMAC_SHA1_80 inline:[A-Za-z0-9+/]{40}/);
+    const record = async () => (await api(`/v1/realtime/conversations/${id}`)).body;
+    // Decrypted here: the question is heard and answered.
+    await until('the reply', record, (c) => c.items.some((i: any) => i.role === 'assistant'), 60_000);
+    assert.ok((await record()).items.find((i: any) => i.role === 'user')?.text.trim().length > 0, 'a transcript of the question');
+    await b.command('hangup');
+    await until('the record ended', record, (c) => c.state === 'ended', 30_000);
+    await b.stop();
+    // Decrypted by baresip: the reply is audible in what it heard.
+    const { samples } = readWav(readFileSync(b.heard()[0]!));
+    assert.ok(rms(samples) > 300, `the agent's reply is audible in what baresip heard (rms ${rms(samples)})`);
   });
 
   test('plain text or junk on the TLS port closes that connection only', async () => {

@@ -8,6 +8,7 @@ import { DigestAuth } from '../../src/calls/sip/digest.ts';
 import { blockList } from '../../src/system/cidr.ts';
 import { frame, param, parseMessage, uriOf, userOf } from '../../src/calls/sip/message.ts';
 import { readOffer, writeAnswer } from '../../src/calls/sip/sdp.ts';
+import { SrtpChannel } from '../../src/media/srtp.ts';
 import { TelephoneEvents } from '../../src/media/telephoneEvent.ts';
 
 const SDP = ['v=0', 'o=- 1 1 IN IP4 192.0.2.9', 's=-', 'c=IN IP4 192.0.2.9', 't=0 0', 'm=audio 40000 RTP/AVP 8 0 101', 'a=rtpmap:101 telephone-event/8000', 'a=sendrecv', ''].join('\r\n');
@@ -97,7 +98,7 @@ test('a stream is framed by Content-Length; CRLF keep-alives between messages', 
 test("the offer's preferred G.711, its DTMF and direction; the answer mirrors the direction", () => {
   const read = readOffer(SDP);
   assert.ok(read.ok);
-  assert.deepEqual({ ...read.offer }, { address: '192.0.2.9', port: 40000, rtcpPort: 40001, codec: 'pcma', payloadType: 8, dtmfPayloadType: 101, dtmfClockRate: 8000, direction: 'sendrecv', ptime: undefined });
+  assert.deepEqual({ ...read.offer }, { protocol: 'RTP/AVP', address: '192.0.2.9', port: 40000, rtcpPort: 40001, codec: 'pcma', payloadType: 8, dtmfPayloadType: 101, dtmfClockRate: 8000, direction: 'sendrecv', ptime: undefined });
   const hold = readOffer(SDP.replace('a=sendrecv', 'a=sendonly'));
   assert.ok(hold.ok);
   const answer = writeAnswer({ sessionId: 1, version: 2, address: '127.0.0.1', rtpPort: 30000, rtcpPort: 30001, offer: hold.offer });
@@ -178,4 +179,45 @@ test('callers: trusted ranges as they are, others by digest or refused; loopback
   assert.equal(verdict(trunk, users, '198.51.100.7'), 'challenge');
   assert.equal(verdict(trunk, users, '203.0.113.9'), 'admitted');
   assert.equal(verdict(undefined, users, '127.0.0.1'), 'challenge');
+});
+
+test('RTP/SAVP: the caller\'s SDES key read, our own answered under its tag; without a key we take, refused', () => {
+  const key = Buffer.alloc(30, 7).toString('base64');
+  const savp = SDP.replace('RTP/AVP 8 0 101', 'RTP/SAVP 0 101').replace(
+    'a=sendrecv',
+    `a=crypto:1 AES_CM_128_HMAC_SHA1_32 inline:${Buffer.alloc(30, 1).toString('base64')}\r\na=crypto:2 AES_CM_128_HMAC_SHA1_80 inline:${key}|2^31\r\na=sendrecv`,
+  );
+  const read = readOffer(savp);
+  assert.ok(read.ok);
+  assert.equal(read.offer.protocol, 'RTP/SAVP');
+  assert.equal(read.offer.crypto?.tag, 2);
+  assert.deepEqual(read.offer.crypto?.key, Buffer.alloc(16, 7));
+  assert.deepEqual(read.offer.crypto?.salt, Buffer.alloc(14, 7));
+  const local = { key: Buffer.alloc(16, 9), salt: Buffer.alloc(14, 9) };
+  const answer = writeAnswer({ sessionId: 1, version: 1, address: '127.0.0.1', rtpPort: 30000, rtcpPort: 30001, offer: read.offer, localCrypto: local });
+  assert.match(answer, /m=audio 30000 RTP\/SAVP 0 101\r\n/);
+  assert.match(answer, new RegExp(`a=crypto:2 AES_CM_128_HMAC_SHA1_80 inline:${Buffer.alloc(30, 9).toString('base64').replace(/\+/g, '\\+')}\r\n`));
+  const only32 = readOffer(savp.replace(/a=crypto:2 [^\r]*\r\n/, ''));
+  assert.ok(!only32.ok && /no SRTP key/.test(only32.reason));
+  // A plain offer's answer has no key, whatever is passed.
+  assert.doesNotMatch(writeAnswer({ sessionId: 1, version: 1, address: '127.0.0.1', rtpPort: 30000, rtcpPort: 30001, offer: (readOffer(SDP) as any).offer, localCrypto: local }), /crypto/);
+});
+
+test('SRTP: what one side protects the other reads; a tampered or foreign packet is dropped, not thrown', () => {
+  const a = { key: randomBytes(16), salt: randomBytes(14) };
+  const b = { key: randomBytes(16), salt: randomBytes(14) };
+  const alice = new SrtpChannel({ local: a, remote: b });
+  const bob = new SrtpChannel({ local: b, remote: a });
+  const rtp = Buffer.concat([Buffer.from([0x80, 0x00, 0x12, 0x34, 0, 0, 0x03, 0x20, 0xde, 0xad, 0xbe, 0xef]), Buffer.alloc(160, 0x55)]);
+  const sent = alice.protectRtp(rtp);
+  assert.notDeepEqual(sent.subarray(12, 172), rtp.subarray(12), 'the payload is encrypted');
+  assert.deepEqual(bob.unprotectRtp(sent), rtp);
+  const tampered = Buffer.from(alice.protectRtp(Buffer.concat([rtp.subarray(0, 3), Buffer.from([0x35]), rtp.subarray(4)])));
+  tampered[40]! ^= 1;
+  assert.equal(bob.unprotectRtp(tampered), undefined);
+  assert.equal(bob.unprotectRtp(randomBytes(100)), undefined);
+  assert.equal(bob.unprotectRtp(Buffer.alloc(3)), undefined);
+  const rtcp = Buffer.from([0x80, 201, 0, 1, 0xde, 0xad, 0xbe, 0xef]);
+  assert.deepEqual(alice.unprotectRtcp(bob.protectRtcp(rtcp)), rtcp);
+  assert.equal(alice.unprotectRtcp(randomBytes(40)), undefined);
 });

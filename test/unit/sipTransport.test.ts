@@ -29,7 +29,7 @@ test('symmetric RTP, a third party dropped, G.711 both ways, key presses', async
   const announced = await udp();
   const caller = await udp();
   const stranger = await udp();
-  const transport = await SipTransport.open('127.0.0.1', { address: '127.0.0.1', port: announced.port, rtcpPort: announced.port + 1, codec: 'pcmu', payloadType: 0, dtmfPayloadType: 101, direction: 'sendrecv', ptime: 20 });
+  const transport = await SipTransport.open('127.0.0.1', { protocol: 'RTP/AVP', address: '127.0.0.1', port: announced.port, rtcpPort: announced.port + 1, codec: 'pcmu', payloadType: 0, dtmfPayloadType: 101, direction: 'sendrecv', ptime: 20 });
   const frames: Int16Array[] = [];
   const digits: string[] = [];
   let connected = false;

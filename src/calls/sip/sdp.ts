@@ -1,13 +1,29 @@
-// SDP for plain RTP/AVP phone calls (RFC 4566, offer/answer RFC 3264): what a caller's offer asks
-// for — where its audio goes, which codec (G.711 or Opus) and telephone-event payload it speaks, its
-// direction — and the answer that takes one codec of it.
+// SDP for phone calls (RFC 4566, offer/answer RFC 3264): what a caller's offer asks for — where its
+// audio goes, which codec (G.711 or Opus) and telephone-event payload it speaks, its direction, and
+// for SRTP (RTP/SAVP) the key it sends with (SDES, RFC 4568) — and the answer that takes one codec of
+// it (with our own key for SRTP).
 import { isIP } from 'node:net';
+import { SRTP_KEY_BYTES, SRTP_SALT_BYTES } from '../../media/srtp.js';
 
 /** The codecs a phone call may use: G.711's two laws at 8 kHz, and Opus (RFC 7587) when the caller offers it. */
 export type SipCodec = 'pcmu' | 'pcma' | 'opus';
 export type Direction = 'sendrecv' | 'sendonly' | 'recvonly' | 'inactive';
 
+/** The one SRTP crypto suite taken (RFC 4568 §6.2.1), the one every SRTP phone and trunk offers. */
+export const SRTP_SUITE = 'AES_CM_128_HMAC_SHA1_80';
+
+/** An SDES key: the crypto attribute's tag and the master key and salt it carries. */
+export interface SdesKey {
+  tag: number;
+  key: Buffer;
+  salt: Buffer;
+}
+
 export interface AudioOffer {
+  /** RTP/AVP (plain RTP), or RTP/SAVP (SRTP keyed by `crypto`); the feedback profiles (…F) are answered without the F. */
+  protocol: 'RTP/AVP' | 'RTP/SAVP';
+  /** The caller's SRTP key (RTP/SAVP only). */
+  crypto?: SdesKey;
   /** Where the caller wants our RTP (0.0.0.0 on hold, RFC 2543 style). */
   address: string;
   port: number;
@@ -52,8 +68,9 @@ export function readOffer(sdp: string): OfferReading {
     if (dir) sessionDirection = dir;
   }
   let sawAudio = false;
+  let noCrypto = false;
   for (const section of sections.slice(1)) {
-    const m = /^m=audio (\d{1,5})(?:\/\d+)? (RTP\/AVP|RTP\/AVPF) ([\d ]+)$/.exec(section[0]!);
+    const m = /^m=audio (\d{1,5})(?:\/\d+)? (RTP\/S?AVPF?) ([\d ]+)$/.exec(section[0]!);
     if (!m) continue;
     sawAudio = true;
     const port = Number(m[1]);
@@ -64,7 +81,10 @@ export function readOffer(sdp: string): OfferReading {
     let dir = sessionDirection;
     let rtcpPort = port + 1;
     let ptime: number | undefined;
+    const protocol = m[2]!.startsWith('RTP/SAVP') ? 'RTP/SAVP' : 'RTP/AVP';
+    let crypto: SdesKey | undefined;
     for (const line of section.slice(1)) {
+      crypto ??= protocol === 'RTP/SAVP' ? sdesKey(line) : undefined;
       const map = /^a=rtpmap:(\d{1,3}) ([^/\s]+)\/(\d+)/.exec(line);
       if (map) rtpmap.set(Number(map[1]), `${map[2]!.toLowerCase()}/${map[3]}`);
       if (line.startsWith('c=')) address = connectionAddress(line);
@@ -75,6 +95,10 @@ export function readOffer(sdp: string): OfferReading {
       dir = direction(line) ?? dir;
     }
     if (!address) continue;
+    if (protocol === 'RTP/SAVP' && !crypto) {
+      noCrypto = true;
+      continue;
+    }
     const codecOf = (pt: number): SipCodec | undefined => {
       const named = rtpmap.get(pt);
       return named === undefined ? (pt < 96 ? STATIC[pt] : undefined) : RTPMAP_NAMES[named];
@@ -88,9 +112,19 @@ export function readOffer(sdp: string): OfferReading {
     const events = formats.filter((pt) => rtpmap.get(pt)?.startsWith('telephone-event/'));
     const dtmf = events.find((pt) => rtpmap.get(pt) === `telephone-event/${CLOCK_RATE[codec]}`) ?? events[0];
     const dtmfClockRate = dtmf === undefined ? undefined : Number(rtpmap.get(dtmf)!.split('/')[1]);
-    return { ok: true, offer: { address, port, rtcpPort, codec, payloadType: chosen, dtmfPayloadType: dtmf, dtmfClockRate, direction: dir, ptime } };
+    return { ok: true, offer: { protocol, ...(crypto ? { crypto } : {}), address, port, rtcpPort, codec, payloadType: chosen, dtmfPayloadType: dtmf, dtmfClockRate, direction: dir, ptime } };
   }
-  return { ok: false, reason: sawAudio ? 'no PCMU, PCMA or Opus audio offered over RTP/AVP' : 'no audio stream offered' };
+  if (noCrypto) return { ok: false, reason: `no SRTP key offered with ${SRTP_SUITE}` };
+  return { ok: false, reason: sawAudio ? 'no PCMU, PCMA or Opus audio offered over RTP/AVP or RTP/SAVP' : 'no audio stream offered' };
+}
+
+/** An `a=crypto` line with our suite and an inline key of the right length (session parameters ignored). */
+function sdesKey(line: string): SdesKey | undefined {
+  const m = /^a=crypto:(\d{1,9}) (\S+) inline:([A-Za-z0-9+/]+={0,2})(?:\|\S*)?(?:\s.*)?$/.exec(line);
+  if (!m || m[2] !== SRTP_SUITE) return undefined;
+  const bytes = Buffer.from(m[3]!, 'base64');
+  if (bytes.length !== SRTP_KEY_BYTES + SRTP_SALT_BYTES) return undefined;
+  return { tag: Number(m[1]), key: bytes.subarray(0, SRTP_KEY_BYTES), salt: bytes.subarray(SRTP_KEY_BYTES) };
 }
 
 function connectionAddress(line: string): string | undefined {
@@ -116,10 +150,12 @@ export interface AnswerParams {
   rtpPort: number;
   rtcpPort: number;
   offer: AudioOffer;
+  /** Our SRTP key, for an RTP/SAVP offer (its tag is the offer's). */
+  localCrypto?: { key: Buffer; salt: Buffer };
 }
 
 /** The answer to `offer`: its codec, and telephone-event when it offered it. */
-export function writeAnswer({ sessionId, version, address, rtpPort, rtcpPort, offer }: AnswerParams): string {
+export function writeAnswer({ sessionId, version, address, rtpPort, rtcpPort, offer, localCrypto }: AnswerParams): string {
   const family = address.includes(':') ? 'IP6' : 'IP4';
   const formats = [offer.payloadType, ...(offer.dtmfPayloadType === undefined ? [] : [offer.dtmfPayloadType])];
   const lines = [
@@ -128,12 +164,13 @@ export function writeAnswer({ sessionId, version, address, rtpPort, rtcpPort, of
     's=parley',
     `c=IN ${family} ${address}`,
     't=0 0',
-    `m=audio ${rtpPort} RTP/AVP ${formats.join(' ')}`,
+    `m=audio ${rtpPort} ${offer.protocol} ${formats.join(' ')}`,
     ...codecLines(offer),
     ...(offer.dtmfPayloadType === undefined ? [] : [`a=rtpmap:${offer.dtmfPayloadType} telephone-event/${offer.dtmfClockRate ?? CLOCK_RATE[offer.codec]}`, `a=fmtp:${offer.dtmfPayloadType} 0-15`]),
     'a=ptime:20',
     `a=rtcp:${rtcpPort}`,
     `a=${answerDirection(offer.direction)}`,
+    ...(offer.crypto && localCrypto ? [`a=crypto:${offer.crypto.tag} ${SRTP_SUITE} inline:${Buffer.concat([localCrypto.key, localCrypto.salt]).toString('base64')}`] : []),
   ];
   return lines.join('\r\n') + '\r\n';
 }

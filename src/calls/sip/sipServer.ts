@@ -302,7 +302,7 @@ export class SipServer {
     const transport = await SipTransport.open(this.opts.host, offer.offer);
     const localTag = randomTag();
     const sessionId = Date.now() % 1e9;
-    const answer = () => writeAnswer({ sessionId, version: 1, address: this.opts.announcedAddress, rtpPort: transport.rtpPort, rtcpPort: transport.rtcpPort, offer: offer.offer });
+    const answer = () => writeAnswer({ sessionId, version: 1, address: this.opts.announcedAddress, rtpPort: transport.rtpPort, rtcpPort: transport.rtcpPort, offer: offer.offer, localCrypto: transport.localCrypto });
     let conversationId: string;
     try {
       ({ conversationId } = await calls.create(
@@ -421,8 +421,9 @@ export class SipServer {
     let offer: AudioOffer = dialog.transport.currentOffer;
     if (req.body.length) {
       const read = readOffer(req.body.toString('latin1'));
-      // A refused re-offer leaves the call as it was (RFC 3261 §14.2).
+      // A refused re-offer leaves the call as it was (RFC 3261 §14.2); SRTP is not turned on or off mid-call.
       if (!read.ok) return this.respond(req, peer, 488, 'Not Acceptable Here', tx, [['Warning', `304 parley "${read.reason}"`]]);
+      if (read.offer.protocol !== offer.protocol) return this.respond(req, peer, 488, 'Not Acceptable Here', tx, [['Warning', `304 parley "the call stays ${offer.protocol}"`]]);
       offer = read.offer;
       dialog.transport.update(offer);
       offer = dialog.transport.currentOffer;
@@ -430,7 +431,7 @@ export class SipServer {
     const contact = req.headers.get('contact');
     if (contact) dialog.remoteTarget = uriOf(contact);
     dialog.sdpVersion++;
-    const sdp = writeAnswer({ sessionId: dialog.sessionId, version: dialog.sdpVersion, address: this.opts.announcedAddress, rtpPort: dialog.transport.rtpPort, rtcpPort: dialog.transport.rtcpPort, offer });
+    const sdp = writeAnswer({ sessionId: dialog.sessionId, version: dialog.sdpVersion, address: this.opts.announcedAddress, rtpPort: dialog.transport.rtpPort, rtcpPort: dialog.transport.rtcpPort, offer, localCrypto: dialog.transport.localCrypto });
     this.answer(req, dialog, tx, sdp);
   }
 

@@ -1,8 +1,8 @@
-// A phone call's media (the SIP dialog itself is the UAS's, sipServer.ts): plain RTP/AVP over UDP
-// with G.711 or Opus each way, RFC 4733 key presses, and RTCP on its own port. Symmetric RTP: our audio goes
+// A phone call's media (the SIP dialog itself is the UAS's, sipServer.ts): RTP over UDP (plain, or
+// SRTP keyed by SDES when the caller offers RTP/SAVP) with G.711 or Opus each way, RFC 4733 key presses, and RTCP on its own port. Symmetric RTP: our audio goes
 // where the caller's comes from (callers behind NAT announce addresses nobody can reach); the first
 // valid packets latch that source and packets from any other are dropped.
-import { randomInt } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { isRtcp } from 'werift-rtp';
 import { AudioReceiver } from '../../media/audioReceiver.js';
@@ -13,6 +13,7 @@ import { g711Decoder, g711Encoder } from '../../media/g711.js';
 import { callReport, ntpNow, readRtcp } from '../../media/rtcp.js';
 import { RoundTripMeter } from '../../media/roundTrip.js';
 import { readRtp } from '../../media/rtp.js';
+import { SRTP_KEY_BYTES, SRTP_SALT_BYTES, SrtpChannel } from '../../media/srtp.js';
 import { TelephoneEvents } from '../../media/telephoneEvent.js';
 import { rtpQuality, type WireQuality } from '../callFigures.js';
 import type { CallTransport, TransportEvents } from '../transport.js';
@@ -52,6 +53,9 @@ export class SipTransport implements CallTransport {
   private dialog: SipDialogControl | undefined;
   /** The caller ended the dialog (BYE or CANCEL): nothing to say back on close. */
   private endedByCaller = false;
+  /** SRTP for an RTP/SAVP call: our key (for the answer) and the channel that uses both. */
+  readonly localCrypto: { key: Buffer; salt: Buffer } | undefined;
+  private readonly srtp: SrtpChannel | undefined;
 
   private constructor(
     private readonly rtp: Socket,
@@ -59,6 +63,10 @@ export class SipTransport implements CallTransport {
     offer: AudioOffer,
   ) {
     this.offer = offer;
+    if (offer.crypto) {
+      this.localCrypto = { key: randomBytes(SRTP_KEY_BYTES), salt: randomBytes(SRTP_SALT_BYTES) };
+      this.srtp = new SrtpChannel({ local: this.localCrypto, remote: offer.crypto });
+    }
     this.rtpPeer = { address: offer.address, port: offer.port };
     this.rtcpPeer = { address: offer.address, port: offer.rtcpPort };
     // Opus is the sender's and receiver's own codec; G.711 is given to them.
@@ -122,7 +130,8 @@ export class SipTransport implements CallTransport {
   /** A new offer in the dialog (re-INVITE: hold, resume, a moved media address). */
   update(offer: AudioOffer): void {
     const moved = offer.address !== this.offer.address || offer.port !== this.offer.port;
-    this.offer = { ...offer, codec: this.offer.codec, payloadType: this.offer.payloadType };
+    // The codec and the SRTP keys stay those of the call (the caller's re-offer may only move or hold it).
+    this.offer = { ...offer, codec: this.offer.codec, payloadType: this.offer.payloadType, protocol: this.offer.protocol, crypto: this.offer.crypto };
     if (moved && offer.address !== '0.0.0.0') {
       this.rtpPeer = { address: offer.address, port: offer.port };
       this.rtcpPeer = { address: offer.address, port: offer.rtcpPort };
@@ -166,13 +175,16 @@ export class SipTransport implements CallTransport {
 
   private sendRtp(packet: Buffer): boolean {
     if (this.closed || !this.sending || this.rtpPeer.address === '0.0.0.0') return false;
-    this.rtp.send(packet, this.rtpPeer.port, this.rtpPeer.address);
+    this.rtp.send(this.srtp ? this.srtp.protectRtp(packet) : packet, this.rtpPeer.port, this.rtpPeer.address);
     return true;
   }
 
-  private onRtp(packet: Buffer, from: RemoteInfo): void {
+  private onRtp(received: Buffer, from: RemoteInfo): void {
     if (this.closed) return;
     if (this.rtpLatched && !same(from, this.rtpPeer)) return;
+    // Under SRTP a packet that does not authenticate is nobody's: dropped before it can latch.
+    const packet = this.srtp ? this.srtp.unprotectRtp(received) : received;
+    if (!packet) return;
     const header = readRtp(packet);
     const dtmf = this.offer.dtmfPayloadType;
     // Only a packet of the stream we agreed latches (a stray or forged datagram is not RTP of ours).
@@ -190,10 +202,12 @@ export class SipTransport implements CallTransport {
     this.receiver.handle(packet);
   }
 
-  private onRtcp(packet: Buffer, from: RemoteInfo): void {
+  private onRtcp(received: Buffer, from: RemoteInfo): void {
     if (this.closed) return;
     if (this.rtcpLatched && !same(from, this.rtcpPeer)) return;
-    if (!isRtcp(packet)) return;
+    if (!isRtcp(received)) return;
+    const packet = this.srtp ? this.srtp.unprotectRtcp(received) : received;
+    if (!packet) return;
     const { senderReports, receptionReports } = readRtcp(packet);
     if (!senderReports.length && !receptionReports.length) return;
     if (!this.rtcpLatched) {
@@ -212,7 +226,7 @@ export class SipTransport implements CallTransport {
   private sendReport(): void {
     if (this.rtcpPeer.address === '0.0.0.0') return;
     const { packet, senderReportNtp } = callReport(this.sender, this.receiver);
-    this.rtcp.send(packet, this.rtcpPeer.port, this.rtcpPeer.address);
+    this.rtcp.send(this.srtp ? this.srtp.protectRtcp(packet) : packet, this.rtcpPeer.port, this.rtcpPeer.address);
     if (senderReportNtp !== undefined) this.roundTrips.senderReportSent(senderReportNtp, performance.now());
   }
 }
