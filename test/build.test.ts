@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { openCall, type RtcClient } from './helpers/rtcClient.ts';
-import { http, mintToken } from './helpers/server.ts';
+import { LOOPBACK_SERVER_ENV, http, mintToken } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -83,15 +83,7 @@ test('the release holds the compiled service and no dev dependency', () => {
 
 test('the server started from dist/ answers the three endpoints and a call connects', async () => {
   const dataDir = join(work, 'data');
-  const env = cleanEnv({
-    HOST: '127.0.0.1',
-    PORT: '0',
-    DATA_DIR: dataDir,
-    ICE_BIND_ADDRESS: '127.0.0.1',
-    STUN_PORT: '0',
-    TURN_PORT: '0',
-    LOG_LEVEL: 'warn',
-  });
+  const env = cleanEnv({ ...LOOPBACK_SERVER_ENV, DATA_DIR: dataDir });
   const proc = spawn(process.execPath, ['dist/cli/main.js', 'serve'], { cwd: release, env, stdio: ['ignore', 'pipe', 'pipe'] });
   server = proc;
   let out = '';

@@ -3,13 +3,12 @@
 // in both wire forms; a hang-up sent to A reaches the call on B. Then A is killed with SIGKILL and B
 // records A's calls failed (node_lost) within the bound.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { openAiStylePeer } from './helpers/openaiPeer.ts';
 import { scratchDatabase } from './helpers/postgres.ts';
 import { startTestRedis, type TestRedis } from './helpers/redis.ts';
 import { attachTone, listen, openCall, waitFor, type RtcClient } from './helpers/rtcClient.ts';
-import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { clusterEnv, http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 const LOST_AFTER_MS = 3000;
@@ -28,14 +27,7 @@ describe('two nodes sharing PostgreSQL and Redis', () => {
   before(async () => {
     database = await scratchDatabase('parley_nodes');
     redis = await startTestRedis();
-    const shared = {
-      DATABASE_URL: database.url,
-      REDIS_URL: redis.url,
-      API_KEY_PEPPER: randomBytes(32).toString('hex'),
-      TURN_SECRETS: randomBytes(24).toString('hex'),
-      NODE_HEARTBEAT_MS: '500',
-      NODE_LOST_AFTER_MS: String(LOST_AFTER_MS),
-    };
+    const shared = clusterEnv({ databaseUrl: database.url, redisUrl: redis.url, lostAfterMs: LOST_AFTER_MS });
     nodeA = await startServer({ ...shared, NODE_ID: 'node-a', MAX_CONCURRENT_CALLS: '1' });
     nodeB = await startServer({ ...shared, NODE_ID: 'node-b', CREATE_DEV_KEY: 'false' });
   });

@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { scratchDatabase } from './helpers/postgres.ts';
 import { openCall, type RtcClient } from './helpers/rtcClient.ts';
-import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { clusterEnv, http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 const record = async (server: RunningServer, apiKey: string, id: string) =>
@@ -87,13 +87,7 @@ describe('two nodes on one PostgreSQL, one killed mid-call', () => {
 
   before(async () => {
     database = await scratchDatabase('parley_reconcile');
-    const shared = {
-      DATABASE_URL: database.url,
-      API_KEY_PEPPER: randomBytes(32).toString('hex'),
-      TURN_SECRETS: randomBytes(24).toString('hex'),
-      NODE_HEARTBEAT_MS: '500',
-      NODE_LOST_AFTER_MS: String(LOST_AFTER_MS),
-    };
+    const shared = clusterEnv({ databaseUrl: database.url, lostAfterMs: LOST_AFTER_MS });
     nodeA = await startServer(shared);
     nodeB = await startServer({ ...shared, CREATE_DEV_KEY: 'false' });
   });

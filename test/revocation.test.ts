@@ -4,13 +4,12 @@
 // or is written straight into the store (no notice: the poll). There, too, a caller at its own
 // concurrent-call limit is refused (429) by a full node rather than passed to the other node.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { scratchDatabase } from './helpers/postgres.ts';
 import { startTestRedis, type TestRedis } from './helpers/redis.ts';
 import { openCall, type RtcClient } from './helpers/rtcClient.ts';
-import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { clusterEnv, http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 
 const BOUND_MS = 2000;
 
@@ -82,14 +81,7 @@ describe('two nodes sharing PostgreSQL and Redis', () => {
   before(async () => {
     database = await scratchDatabase('parley_revoke');
     redis = await startTestRedis();
-    const shared = {
-      DATABASE_URL: database.url,
-      REDIS_URL: redis.url,
-      API_KEY_PEPPER: randomBytes(32).toString('hex'),
-      TURN_SECRETS: randomBytes(24).toString('hex'),
-      NODE_HEARTBEAT_MS: '500',
-      NODE_LOST_AFTER_MS: '3000',
-    };
+    const shared = clusterEnv({ databaseUrl: database.url, redisUrl: redis.url });
     nodeA = await startServer({ ...shared, NODE_ID: 'node-a', MAX_CONCURRENT_CALLS: '1', MAX_CALLS_PER_KEY: '1' });
     nodeB = await startServer({ ...shared, NODE_ID: 'node-b', CREATE_DEV_KEY: 'false' });
     tenant = await createKey(nodeA, 'tenant');

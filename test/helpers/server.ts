@@ -1,5 +1,6 @@
 // Starts a real Parley process on loopback (port 0) with its own data directory, and stops it.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -22,24 +23,39 @@ export interface RunningServer {
   stop: (signal?: NodeJS.Signals, opts?: { keepData?: boolean }) => Promise<number | null>;
 }
 
+/** A test server's network: loopback only, every port picked by the system. */
+export const LOOPBACK_SERVER_ENV = {
+  HOST: '127.0.0.1',
+  PORT: '0',
+  ICE_BIND_ADDRESS: '127.0.0.1',
+  // Parallel test servers must not fight over the embedded STUN server's 3478 nor their coturn's 3479.
+  STUN_PORT: '0',
+  TURN_PORT: '0',
+  LOG_LEVEL: 'warn',
+} as const;
+
+/**
+ * What the nodes of one test cluster share: the store (and Redis), the secrets every node must
+ * agree on, and heartbeats quick enough for a node's loss to be seen within a test.
+ */
+export function clusterEnv(opts: { databaseUrl: string; redisUrl?: string; lostAfterMs?: number }): Record<string, string> {
+  return {
+    DATABASE_URL: opts.databaseUrl,
+    ...(opts.redisUrl ? { REDIS_URL: opts.redisUrl } : {}),
+    API_KEY_PEPPER: randomBytes(32).toString('hex'),
+    TURN_SECRETS: randomBytes(24).toString('hex'),
+    NODE_HEARTBEAT_MS: '500',
+    NODE_LOST_AFTER_MS: String(opts.lostAfterMs ?? 3000),
+  };
+}
+
 /**
  * Starts `parley serve`. `nodeArgs` go to node itself (e.g. --expose-gc, which makes each /metrics
  * scrape force a full GC before counting live call sessions). DATA_DIR in `extraEnv` is kept at stop.
  */
 export async function startServer(extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<RunningServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-test-'));
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    DATA_DIR: dataDir,
-    ICE_BIND_ADDRESS: '127.0.0.1',
-    // Parallel test servers must not fight over the embedded STUN server's 3478 nor their coturn's 3479.
-    STUN_PORT: '0',
-    TURN_PORT: '0',
-    LOG_LEVEL: 'warn',
-    ...extraEnv,
-  };
+  const env: NodeJS.ProcessEnv = { ...process.env, ...LOOPBACK_SERVER_ENV, DATA_DIR: dataDir, ...extraEnv };
   if (env.DATA_DIR !== dataDir) rmSync(dataDir, { recursive: true, force: true });
   const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', CLI, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';

@@ -7,6 +7,7 @@ import { CallQualitySchema, CallUsageSchema, round } from '../../calls/callFigur
 import type { ConversationCursor, ConversationRecord, StoredTurn } from '../../storage/conversations.js';
 import type { WebhookEndpoint } from '../../webhooks/endpoints.js';
 import type { Delivery } from '../../webhooks/outbox.js';
+import { recordLifecycle } from '../routes/conversations.js';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const Usage = Nullable(CallUsageSchema);
@@ -129,12 +130,7 @@ export function conversationSummary(record: ConversationRecord): Static<typeof C
   return {
     id: record.id,
     api_key_id: record.apiKeyId,
-    state: record.state,
-    end_reason: record.endReason,
-    created_at: record.createdAt,
-    connected_at: record.connectedAt,
-    ended_at: record.endedAt,
-    end_user: record.endUser,
+    ...recordLifecycle(record),
     node_id: record.nodeId,
     usage: record.usage as Static<typeof Usage>,
     quality: record.quality as Static<typeof Quality>,

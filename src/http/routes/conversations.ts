@@ -53,12 +53,7 @@ export const conversationRoutes = (services: Services): FastifyPluginAsync => as
       return {
         id: record.id,
         object: 'realtime.conversation' as const,
-        state: record.state,
-        end_reason: record.endReason,
-        created_at: record.createdAt,
-        connected_at: record.connectedAt,
-        ended_at: record.endedAt,
-        end_user: record.endUser,
+        ...recordLifecycle(record),
         params: record.params,
         items: items.map((i) => ({ role: i.role, text: i.text, created_at: i.createdAt })),
         usage: record.usage,
@@ -115,4 +110,16 @@ export async function sendRecording(services: Services, record: ConversationReco
   // 304 (the client's copy is current) has no body.
   if (sent.statusCode !== 304) reply.type('audio/ogg');
   return reply.send(sent.stream);
+}
+
+/** How a recorded call went, as both the API and the console show it. */
+export function recordLifecycle(record: ConversationRecord) {
+  return {
+    state: record.state,
+    end_reason: record.endReason,
+    created_at: record.createdAt,
+    connected_at: record.connectedAt,
+    ended_at: record.endedAt,
+    end_user: record.endUser,
+  };
 }
