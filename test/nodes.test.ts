@@ -10,6 +10,7 @@ import { startTestRedis, type TestRedis } from './helpers/redis.ts';
 import { attachTone, listen, openCall, waitFor, type RtcClient } from './helpers/rtcClient.ts';
 import { clusterEnv, http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
+import WebSocket from 'ws';
 
 const LOST_AFTER_MS = 3000;
 
@@ -46,6 +47,26 @@ describe('two nodes sharing PostgreSQL and Redis', () => {
     clients.push(onA);
     assert.equal(onA.answeredBy, 'node-a');
     await onA.waitConnected();
+  });
+
+  test("a sideband connection opened on B to A's call is relayed to A: it hears and steers the call", async () => {
+    const url = `${nodeB.baseUrl.replace('http', 'ws')}/v1/realtime?call_id=${onA.conversationId}`;
+    const socket = new WebSocket(url, { headers: { authorization: `Bearer ${nodeA.devKey}` } });
+    const events: any[] = [];
+    socket.on('message', (data) => events.push(JSON.parse(String(data))));
+    // Sent at once: what the app says before A answers the relay waits for it.
+    socket.on('open', () => socket.send(JSON.stringify({ type: 'session.update', session: { type: 'realtime', instructions: 'Relayed through B.' } })));
+    try {
+      const updated: any = await until('session.updated through B', () => events.find((e) => e.type === 'session.updated'), Boolean, 15_000);
+      assert.equal(updated.session.instructions, 'Relayed through B.');
+      assert.ok(events.some((e) => e.type === 'session.created'), 'the call’s session.created, as on A');
+    } finally {
+      socket.close();
+    }
+    // A call nobody carries: refused before the upgrade, as on the carrying node.
+    const unknown = new WebSocket(`${nodeB.baseUrl.replace('http', 'ws')}/v1/realtime?call_id=conv_nosuchcall`, { headers: { authorization: `Bearer ${nodeA.devKey}` } });
+    const status = await new Promise<number>((resolve) => unknown.on('unexpected-response', (_req, res) => resolve(res.statusCode!)));
+    assert.equal(status, 404);
   });
 
   test('at its limit, A passes the next call (Orga form) to B: it connects and echoes audio', async () => {

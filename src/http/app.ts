@@ -8,7 +8,7 @@ import { registerCors } from './cors.js';
 import { registerRateLimits } from './rateLimits.js';
 import { HttpError, MESSAGES, ValidationFailure, shapeA } from './errors.js';
 import { ERROR_SCHEMAS, registerOpenApi } from './openapi.js';
-import { internalListenerHandler, recognizeForwarded } from './nodeForwarding.js';
+import { internalListenerHandler, recognizeForwarded, relayInternalUpgrades } from './nodeForwarding.js';
 import { answerClientError, createHttpServer, discardUnreadBody } from './server.js';
 import type { RequestListener, Server } from 'node:http';
 import { CallQualitySchema, CallUsageSchema } from '../calls/callFigures.js';
@@ -72,7 +72,11 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
   }) as unknown as FastifyInstance;
 
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
-  app.decorate('createInternalServer', () => createHttpServer(limits, internalListenerHandler(handler!)));
+  app.decorate('createInternalServer', () => {
+    const internal = createHttpServer(limits, internalListenerHandler(handler!));
+    relayInternalUpgrades(internal, app.server);
+    return internal;
+  });
 
   // First: the document collects the routes as they are declared.
   await registerOpenApi(app, {

@@ -3,7 +3,7 @@
 // to that node. The client sees one ordinary answer, the other node's, relayed as it came.
 // Nodes reach each other on their node-to-node listener (INTERNAL_HOST:INTERNAL_PORT); a request
 // passed on carries `x-parley-forwarded-by`, trusted only on that listener, and is never passed again.
-import type { IncomingMessage, RequestListener } from 'node:http';
+import type { IncomingMessage, RequestListener, Server } from 'node:http';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, preParsingAsyncHookHandler } from 'fastify';
 import type { Services } from '../services.js';
@@ -32,6 +32,17 @@ export function internalListenerHandler(handler: RequestListener): RequestListen
     fromInternalListener.add(req);
     handler(req, res);
   };
+}
+
+/**
+ * WebSocket upgrades on the node-to-node listener (a sideband connection another node relays) are
+ * handled by the public server's routes, marked as internal like its requests.
+ */
+export function relayInternalUpgrades(internal: Server, server: Server): void {
+  internal.on('upgrade', (req: IncomingMessage, socket, head) => {
+    fromInternalListener.add(req);
+    server.emit('upgrade', req, socket, head);
+  });
 }
 
 /** onRequest hook: notes which node passed the request on, when it came through the node-to-node listener. */

@@ -16,6 +16,8 @@ import { randomId } from '../../system/ids.js';
 import { CLIENT_SECRET_PREFIX, bearerCredential, verifyApiKey, verifyToken } from '../auth.js';
 import { openAiError } from '../errors.js';
 import { callLimited } from '../rateLimits.js';
+import { relaySideband } from '../sidebandRelay.js';
+import { liveCallOwner } from './openai.js';
 
 /** The largest client message: a few seconds of PCM in one append, with room to spare. */
 const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -27,7 +29,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The session's own transport, admitted before the upgrade; or the live call a sideband connection attaches to. */
     socketTransport?: WebSocketTransport;
-    sideband?: { callId: string; apiKeyId: string };
+    sideband?: { callId: string; apiKeyId: string; carriedBy?: string };
   }
 }
 
@@ -86,7 +88,7 @@ export const realtimeSocketRoutes = (services: Services): FastifyPluginAsync => 
       preHandler: async (req) => {
         const apiKeyId = req.apiKeyId!;
         const token = req.token ?? null;
-        if (req.query.call_id !== undefined) return attachingSideband(req, apiKeyId, token);
+        if (req.query.call_id !== undefined) return await attachingSideband(req, apiKeyId, token);
         let session: Session = openAiDefaultSession(services.sessionDefaults);
         const minted = token ? await services.clientSecretSessions.get(token.jti) : undefined;
         if (minted) session = { ...session, ...(minted as Session) };
@@ -110,20 +112,28 @@ export const realtimeSocketRoutes = (services: Services): FastifyPluginAsync => 
     },
     (socket, req) => {
       if (req.socketTransport) return req.socketTransport.bind(socket);
-      const { callId, apiKeyId } = req.sideband!;
+      const { callId, apiKeyId, carriedBy } = req.sideband!;
+      const maxUnsent = services.config.WEBSOCKET_MAX_UNSENT_BYTES;
+      if (carriedBy) return relaySideband(socket, { nodeUrl: carriedBy, path: req.url, authorization: String(req.headers.authorization), selfId: services.nodeId }, maxUnsent);
       // A sideband reader that stops reading is cut off; the call goes on.
       const channel = websocketChannel(socket, 'sideband', services.config.WEBSOCKET_MAX_UNSENT_BYTES, () => socket.terminate());
       if (!services.calls.attachControl(callId, apiKeyId, channel)) socket.close(1000, 'call_ended');
     },
   );
 
-  /** A sideband connection: the server API key of the call's owner, and the call live on this node. */
-  function attachingSideband(req: FastifyRequest<{ Querystring: { call_id?: string } }>, apiKeyId: string, token: TokenClaims | null): void {
+  /**
+   * A sideband connection: the server API key of the call's owner, and the call live on this node —
+   * or on another, whose node-to-node listener the connection is relayed to (once: a relayed one is
+   * never passed on again).
+   */
+  async function attachingSideband(req: FastifyRequest<{ Querystring: { call_id?: string } }>, apiKeyId: string, token: TokenClaims | null): Promise<void> {
     if (token) throw openAiError(401, 'invalid_api_key', "A call's sideband connection needs the server API key of the call's owner, not a client secret.");
     const callId = req.query.call_id!;
     const call = services.calls.get(callId);
+    if (call && call.apiKeyId === apiKeyId) return void (req.sideband = { callId, apiKeyId });
+    const carriedBy = call || req.forwardedFromNode || !req.headers.authorization ? undefined : await liveCallOwner(services, callId, apiKeyId);
     // Another key's call is indistinguishable from a missing one.
-    if (!call || call.apiKeyId !== apiKeyId) throw openAiError(404, 'call_not_found', `No live call with id '${callId}' on this server.`, 'call_id');
-    req.sideband = { callId, apiKeyId };
+    if (!carriedBy) throw openAiError(404, 'call_not_found', `No live call with id '${callId}'.`, 'call_id');
+    req.sideband = { callId, apiKeyId, carriedBy };
   }
 };
