@@ -33,6 +33,13 @@ class SileroVad implements Vad {
     return result;
   }
 
+  /** The next window's context is this window's end, as if it had been judged (after any run still pending). */
+  skip(window: Int16Array): void {
+    const tail = Float32Array.from(window.subarray(window.length - CONTEXT), (s) => s / 32768);
+    const keep = () => this.input.set(tail, WINDOW);
+    this.previous = this.previous.then(keep);
+  }
+
   private async run(samples: Float32Array): Promise<number> {
     const input = this.input;
     input.copyWithin(0, WINDOW, WINDOW + CONTEXT);
