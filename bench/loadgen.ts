@@ -344,6 +344,11 @@ async function runStep(server: RunningServer, newProbe: ProbeFactory, pacer: Pac
 
 // ───────────────────────────── the run ─────────────────────────────
 
+/** "p50 / p95", or a dash when nothing was timed (listening calls). */
+function pair(a: number, b: number): string {
+  return Number.isFinite(a) ? `${a} / ${b}` : '—';
+}
+
 function table(rows: StepRow[]): string {
   const head = [
     'calls', 'connected', 'setup p50 ms', 'loss % (worst call)', talking ? 'answers timed' : 'echo delivered % (worst call)', 'jitter p95 / max ms',
@@ -356,13 +361,23 @@ function table(rows: StepRow[]): string {
     lines.push(
       `| ${[
         s.n, s.connected + (s.setupRetries ? ` (${s.setupRetries} retried)` : ''), s.setupMsP50, s.lossPctMax, talking ? s.delays : s.deliveredPctMin,
-        `${s.jitterMsP95} / ${s.jitterMsMax}`, `${s.delayMsP50} / ${s.delayMsP95}`, ...(remote ? [`${s.addedMsP50} / ${s.addedMsP95}`] : []), s.serverCpuPct,
+        `${s.jitterMsP95} / ${s.jitterMsMax}`, pair(s.delayMsP50, s.delayMsP95), ...(remote ? [pair(s.addedMsP50, s.addedMsP95)] : []), s.serverCpuPct,
         s.serverCpuPerCallPct, s.serverRssMb, s.rssPerCallMb, s.loadgenCpuPct,
         s.loadgenCpuPerCallPct, s.otherCpuPct, s.loadAtStart, `${s.pass ? 'pass' : 'fail'}${s.why === 'ok' ? '' : `: ${s.why}`}`,
       ].join(' | ')} |`,
     );
   }
   return lines.join('\n');
+}
+
+/** The least-squares slope of the server's RSS against the calls connected, over every step. */
+function rssSlopeMbPerCall(rows: StepRow[]): number {
+  if (rows.length < 2) return Number.NaN;
+  const mx = rows.reduce((a, r) => a + r.connected, 0) / rows.length;
+  const my = rows.reduce((a, r) => a + r.serverRssMb, 0) / rows.length;
+  const sxy = rows.reduce((a, r) => a + (r.connected - mx) * (r.serverRssMb - my), 0);
+  const sxx = rows.reduce((a, r) => a + (r.connected - mx) ** 2, 0);
+  return sxx > 0 ? sxy / sxx : Number.NaN;
 }
 
 /** Echo calls play the marker clip and time its echo; talking calls ask a question in turn. */
@@ -451,9 +466,11 @@ async function main(): Promise<void> {
     if (values['server-output']) writeFileSync(values['server-output'], server.stdout() + server.stderr());
   }
   const passing = rows.filter((r) => r.pass).map((r) => r.n);
+  const slope = rssSlopeMbPerCall(rows);
   const out = [
     table(rows),
     '',
+    ...(Number.isFinite(slope) ? [`Server RSS over the steps: ${slope.toFixed(2)} MB per call (least-squares slope of RSS against connected calls).`] : []),
     `Largest passing step: ${passing.length ? Math.max(...passing) : 'none'} ${model} calls${remote ? (values['listen-only'] ? ', listening' : `, asking every ${askEveryMs / 1000} s`) : ''} (server ${settings}; ptime ${ptimeMs} ms; ${started.toISOString()}; load average at the end ${loadAverage()}).`,
   ].join('\n');
   process.stdout.write(`${out}\n`);
