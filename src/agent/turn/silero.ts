@@ -24,20 +24,27 @@ class SileroVad implements Vad {
 
   /** The run before this one: each window needs the state the previous one left. */
   private previous: Promise<unknown> = Promise.resolve();
+  /** Runs asked for and not finished. */
+  private pending = 0;
 
   probability(window: Int16Array): Promise<number> {
     if (window.length !== WINDOW) return Promise.reject(new Error(`Silero VAD judges ${WINDOW}-sample windows, got ${window.length}`));
     const samples = toFloat(window);
-    const result = this.previous.then(() => this.run(samples));
+    this.pending++;
+    const result = this.previous.then(() => this.run(samples)).finally(() => this.pending--);
     this.previous = result.catch(() => {});
     return result;
   }
 
   /** The next window's context is this window's end, as if it had been judged (after any run still pending). */
   skip(window: Int16Array): void {
-    const tail = toFloat(window.subarray(window.length - CONTEXT));
-    const keep = () => this.input.set(tail, WINDOW);
-    this.previous = this.previous.then(keep);
+    const tail = window.subarray(window.length - CONTEXT);
+    if (this.pending === 0) {
+      for (let i = 0; i < CONTEXT; i++) this.input[WINDOW + i] = tail[i]! / 32768;
+      return;
+    }
+    const copy = toFloat(tail);
+    this.previous = this.previous.then(() => this.input.set(copy, WINDOW));
   }
 
   private async run(samples: Float32Array): Promise<number> {
