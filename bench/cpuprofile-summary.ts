@@ -1,6 +1,7 @@
 // Where a `.cpuprofile` (node --cpu-prof) spent its time: self time by function and by module
-// (file, or a package under node_modules), in % of the samples.
-//   node --import tsx bench/cpuprofile-summary.ts FILE.cpuprofile [--top 25]
+// (file, or a package under node_modules), in % of the samples; --after S leaves out the first S
+// seconds (start-up and call setup) and --for S keeps S seconds from there.
+//   node --import tsx bench/cpuprofile-summary.ts FILE.cpuprofile [--top 25] [--after 20] [--for 20]
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
@@ -15,7 +16,9 @@ interface Profile {
   timeDeltas: number[];
 }
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' } } });
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' }, after: { type: 'string', default: '0' }, for: { type: 'string' } } });
+const fromUs = Number(values.after) * 1e6;
+const toUs = values.for === undefined ? Number.POSITIVE_INFINITY : fromUs + Number(values.for) * 1e6;
 const top = Number(values.top);
 
 /** A module's short name: the package for node_modules, the path under the repository otherwise. */
@@ -33,8 +36,11 @@ for (const file of positionals) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const self = new Map<number, number>();
   let total = 0;
+  let at = 0;
   profile.samples.forEach((id, i) => {
     const dt = profile.timeDeltas[i] ?? 0;
+    at += dt;
+    if (at < fromUs || at >= toUs) return;
     self.set(id, (self.get(id) ?? 0) + dt);
     total += dt;
   });
