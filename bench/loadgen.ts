@@ -25,6 +25,8 @@
 //   voice-to-voice  talking calls: from the question's last loud sample to the answer's first loud
 //                20 ms, at the caller
 //   memory       the server's RSS after each step, and its growth per call added since the step before
+//   waited       how long the server's threads were runnable but had no CPU (schedstat run delay), in
+//                % of the window: what other work on its core took from it
 //   CPU          user + system time of the server and of the load generator from /proc, in % of one
 //                core, overall and per call; "other" is the rest of the machine (other work)
 // A step passes when every call connected, every call's loss (and, for echo, missing echo) stays
@@ -59,7 +61,7 @@ import { LoadCall, type AgentAudio, type PacketSource } from './lib/loadCall.ts'
 import { buildClip, ClipPlayer, OnsetMatcher } from './lib/markerClip.ts';
 import { buildQuestion, TalkScript, type Question } from './lib/talkScript.ts';
 import { idealVoiceToVoiceMs, startBackendsProcess, type RemoteLatencies } from './lib/remoteModels.ts';
-import { cpuSeconds, loadAverage, machineJiffies, percentile, pin, processTree, rssMb, treeCpuSeconds } from './lib/proc.ts';
+import { cpuSeconds, loadAverage, machineJiffies, percentile, pin, processTree, rssMb, treeCpuSeconds, treeRunDelaySeconds } from './lib/proc.ts';
 import { between, type ReceiveSnapshot } from './lib/receiveStats.ts';
 
 const ECHO_PACKETS_PER_SECOND = 50; // Parley sends one 20 ms packet per tick
@@ -202,6 +204,8 @@ interface StepRow {
   loadgenCpuPct: number;
   loadgenCpuPerCallPct: number;
   otherCpuPct: number;
+  /** Time the server's threads were runnable but waited for a CPU, in % of the window (summed over threads). */
+  serverWaitPct: number;
   loadAtStart: string;
   pass: boolean;
   why: string;
@@ -260,7 +264,7 @@ async function runStep(server: RunningServer, newProbe: ProbeFactory, pacer: Pac
   const rx0 = calls.map((c) => c.audioIn.snapshot(t0));
   const sent0 = calls.map((c) => c.packetsSent);
   for (const p of pacer.calls) p.probe.take();
-  const cpu0 = { server: treeCpuSeconds(serverPid), loadgen: cpuSeconds(process.pid), machine: machineJiffies() };
+  const cpu0 = { server: treeCpuSeconds(serverPid), loadgen: cpuSeconds(process.pid), machine: machineJiffies(), waited: treeRunDelaySeconds(serverPid) };
   const jitterSamples: number[] = [];
   const late0 = pacer.late;
   const unansweredBefore = pacer.calls.reduce((a, p) => a + (p.probe.unanswered?.() ?? 0), 0);
@@ -270,7 +274,7 @@ async function runStep(server: RunningServer, newProbe: ProbeFactory, pacer: Pac
     for (const c of calls) jitterSamples.push(c.audioIn.jitterMs);
   }
   const t1 = performance.now();
-  const cpu1 = { server: treeCpuSeconds(serverPid), loadgen: cpuSeconds(process.pid), machine: machineJiffies() };
+  const cpu1 = { server: treeCpuSeconds(serverPid), loadgen: cpuSeconds(process.pid), machine: machineJiffies(), waited: treeRunDelaySeconds(serverPid) };
   const wall = (t1 - t0) / 1000;
   const delays = pacer.calls.flatMap((p) => p.probe.take());
   const added = delays.map((d) => d - idealMs);
@@ -336,6 +340,7 @@ async function runStep(server: RunningServer, newProbe: ProbeFactory, pacer: Pac
     loadgenCpuPct: r(loadgenPct),
     loadgenCpuPerCallPct: r(loadgenPct / calls.length, 2),
     otherCpuPct: r(machinePct - serverPct - loadgenPct),
+    serverWaitPct: r((100 * (cpu1.waited - cpu0.waited)) / wall),
     loadAtStart,
     pass: problems.length === 0,
     why: [...problems, disturbed].filter(Boolean).join(', ') || 'ok',
@@ -354,7 +359,7 @@ function table(rows: StepRow[]): string {
     'calls', 'connected', 'setup p50 ms', 'loss % (worst call)', talking ? 'answers timed' : 'echo delivered % (worst call)', 'jitter p95 / max ms',
     talking ? 'voice-to-voice p50 / p95 ms' : 'echo delay p50 / p95 ms', ...(remote ? ['Parley-added p50 / p95 ms'] : []), 'server CPU % of a core', 'server CPU per call %',
     'server RSS MB', 'RSS per added call MB', 'load generator CPU %',
-    'load generator per call %', 'other CPU %', 'load average at start', `${windowSeconds} s result`,
+    'load generator per call %', 'other CPU %', 'server waited for a CPU %', 'load average at start', `${windowSeconds} s result`,
   ];
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
   for (const s of rows) {
@@ -363,7 +368,7 @@ function table(rows: StepRow[]): string {
         s.n, s.connected + (s.setupRetries ? ` (${s.setupRetries} retried)` : ''), s.setupMsP50, s.lossPctMax, talking ? s.delays : s.deliveredPctMin,
         `${s.jitterMsP95} / ${s.jitterMsMax}`, pair(s.delayMsP50, s.delayMsP95), ...(remote ? [pair(s.addedMsP50, s.addedMsP95)] : []), s.serverCpuPct,
         s.serverCpuPerCallPct, s.serverRssMb, s.rssPerCallMb, s.loadgenCpuPct,
-        s.loadgenCpuPerCallPct, s.otherCpuPct, s.loadAtStart, `${s.pass ? 'pass' : 'fail'}${s.why === 'ok' ? '' : `: ${s.why}`}`,
+        s.loadgenCpuPerCallPct, s.otherCpuPct, s.serverWaitPct, s.loadAtStart, `${s.pass ? 'pass' : 'fail'}${s.why === 'ok' ? '' : `: ${s.why}`}`,
       ].join(' | ')} |`,
     );
   }
