@@ -25,8 +25,9 @@
 //   voice-to-voice  talking calls: from the question's last loud sample to the answer's first loud
 //                20 ms, at the caller
 //   memory       the server's RSS after each step, and its growth per call added since the step before
-//   waited       how long the server's threads were runnable but had no CPU (schedstat run delay), in
-//                % of the window: what other work on its core took from it
+//   waited       how long the server's threads were runnable but had no CPU (schedstat run delay,
+//                summed over its threads), in % of the window: taken by other work on its core, or by
+//                its own other threads there (one core for all of them); compare it between runs
 //   CPU          user + system time of the server and of the load generator from /proc, in % of one
 //                core, overall and per call; "other" is the rest of the machine (other work)
 // A step passes when every call connected, every call's loss (and, for echo, missing echo) stays

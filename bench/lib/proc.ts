@@ -41,8 +41,8 @@ export function machineJiffies(): { busy: number; total: number } {
 
 /**
  * Seconds the threads of a process and its descendants have spent runnable but waiting for a CPU
- * (the scheduler's run delay, /proc/<pid>/task/<tid>/schedstat): on a shared machine, time other
- * work took from the server. Threads that ended are not counted.
+ * (the scheduler's run delay, /proc/<pid>/task/<tid>/schedstat): time taken by other work on the
+ * same CPUs, or by the process's own other threads when they share them. Threads that ended are not counted.
  */
 export function treeRunDelaySeconds(pid: number): number {
   let ns = 0;
