@@ -1,11 +1,9 @@
 // The voice agent behind a call: offline speech in, reply, speech out; barge-in; every voice;
 // an OpenAI-compatible model server; history and resume. All through real calls.
 import assert from 'node:assert/strict';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { inboundAudio, listen, openCall, outboundAudioPackets, type RtcClient } from './helpers/rtcClient.ts';
+import { startModelBackends, type ModelBackends } from './helpers/modelBackends.ts';
 import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { attachMicrophone, speak } from './helpers/speech.ts';
 import { until } from './helpers/wait.ts';
@@ -204,33 +202,24 @@ describe('offline pipeline', () => {
 });
 
 describe('OpenAI-compatible model server', () => {
-  let llm: Server;
+  let llm: ModelBackends;
   let server: RunningServer;
-  const requests: any[] = [];
   let behaviour: 'ok' | 'fail' | 'hang' = 'ok';
 
   before(async () => {
-    llm = createServer(async (req: IncomingMessage, res) => {
-      let body = '';
-      for await (const chunk of req) body += chunk;
-      requests.push({ path: req.url, auth: req.headers.authorization, body: JSON.parse(body) });
-      if (behaviour === 'fail') return res.writeHead(500).end('{"error":"boom"}');
-      if (behaviour === 'hang') return; // never answers
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      for (const piece of ['Hello ', 'from the ', 'language model. ', 'Second sentence.']) {
-        res.write(`data: ${JSON.stringify({ choices: [{ delta: { content: piece } }] })}\n\n`);
-        await sleep(20);
-      }
-      res.end('data: [DONE]\n\n');
+    llm = await startModelBackends({
+      replyPieces: ['Hello ', 'from the ', 'language model. ', 'Second sentence.'],
+      intercept: (_req, res) => {
+        if (behaviour === 'fail') res.writeHead(500).end('{"error":"boom"}');
+        // 'hang' never answers
+        return behaviour !== 'ok';
+      },
     });
-    await new Promise<void>((r) => llm.listen(0, '127.0.0.1', r));
-    const port = (llm.address() as AddressInfo).port;
-    server = await startServer({ LLM_BASE_URL: `http://127.0.0.1:${port}/v1`, LLM_API_KEY: 'llm-secret-key', LLM_MODEL: 'tiny-model', LLM_TIMEOUT_MS: '1500' });
+    server = await startServer({ LLM_BASE_URL: llm.baseUrl, LLM_API_KEY: 'llm-secret-key', LLM_MODEL: 'tiny-model', LLM_TIMEOUT_MS: '1500' });
   });
   after(async () => {
     await server.stop();
-    llm.closeAllConnections();
-    llm.close();
+    await llm.close();
   });
 
   test('instructions, temperature and history reach the model; the streamed reply is spoken', async () => {
@@ -245,7 +234,8 @@ describe('OpenAI-compatible model server', () => {
       const from = client.events.length;
       typed(client, 'Second question');
       await nextAfter(client, 'response.output_item.done', from);
-      const last = requests.at(-1);
+      const request = llm.requests.at(-1)!;
+      const last = { path: request.path, auth: request.auth, body: JSON.parse(request.body.toString()) };
       assert.equal(last.path, '/v1/chat/completions');
       assert.equal(last.auth, 'Bearer llm-secret-key');
       assert.equal(last.body.model, 'tiny-model');

@@ -1,6 +1,6 @@
 // Process and machine accounting from /proc for the benchmarks, and CPU pinning with taskset.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { childPids } from '../../test/helpers/processes.ts';
 
@@ -37,6 +37,31 @@ export function machineJiffies(): { busy: number; total: number } {
   const total = cpu.reduce((a, b) => a + b, 0);
   const idle = (cpu[3] ?? 0) + (cpu[4] ?? 0);
   return { busy: total - idle, total };
+}
+
+/**
+ * Seconds the threads of a process and its descendants have spent runnable but waiting for a CPU
+ * (the scheduler's run delay, /proc/<pid>/task/<tid>/schedstat): time taken by other work on the
+ * same CPUs, or by the process's own other threads when they share them. Threads that ended are not counted.
+ */
+export function treeRunDelaySeconds(pid: number): number {
+  let ns = 0;
+  for (const p of processTree(pid)) {
+    let tids: string[];
+    try {
+      tids = readdirSync(`/proc/${p}/task`);
+    } catch {
+      continue;
+    }
+    for (const tid of tids) {
+      try {
+        ns += Number(readFileSync(`/proc/${p}/task/${tid}/schedstat`, 'utf8').split(' ')[1]);
+      } catch {
+        // the thread ended
+      }
+    }
+  }
+  return ns / 1e9;
 }
 
 export function rssMb(pid: number): number {

@@ -2,7 +2,9 @@
 // silence, as a browser's microphone sends) while the agent answers, and asks again once the answer
 // is over. Voice-to-voice is timed at the caller, from the end of its speech (the question's last
 // loud sample) to the first loud 20 ms of the agent's answer — the only decoding the load generator
-// does, and only for talking calls.
+// does, and only for talking calls. With a period, a question starts every `periodMs` (or once the
+// answer is over, if later): most of the time the caller listens; with an infinite period it never
+// asks (a listening call).
 import { Decoder, Encoder } from '@evan/opus';
 import { speak } from '../../test/helpers/speech.ts';
 
@@ -13,6 +15,8 @@ export interface Question {
   silence: Buffer[];
   /** From the first speech packet's departure to the question's last loud sample. */
   speechMs: number;
+  /** The question as spoken, 48 kHz. */
+  pcm: Int16Array;
 }
 
 const LOUD_SAMPLE = 500;
@@ -36,7 +40,7 @@ export function buildQuestion(text: string, ptimeMs: number): Question {
     speech.push(Buffer.from(encoder.encode(chunk)));
   }
   const silence = Array.from({ length: 50 }, () => Buffer.from(encoder.encode(new Int16Array(frame))));
-  return { ptimeMs, speech, silence, speechMs: last / 48 };
+  return { ptimeMs, speech, silence, speechMs: last / 48, pcm };
 }
 
 export class TalkScript {
@@ -51,9 +55,14 @@ export class TalkScript {
   private latencies: number[] = [];
   unanswered = 0;
 
+  /** When the question being asked (or the last one) started. */
+  private askedAt = Number.NaN;
+
   constructor(
     private readonly question: Question,
     startAt: number,
+    /** From one question's start to the next's; 0: the next as soon as the answer is over. */
+    private readonly periodMs = 0,
   ) {
     this.nextQuestionAt = startAt;
   }
@@ -65,6 +74,7 @@ export class TalkScript {
   next(now: number): Buffer {
     if (this.speaking < 0 && now >= this.nextQuestionAt) {
       this.speaking = 0;
+      this.askedAt = now;
       this.speechEndAt = now + this.question.speechMs;
       this.answerStartedAt = Number.NaN;
       this.nextQuestionAt = Number.POSITIVE_INFINITY;
@@ -103,7 +113,7 @@ export class TalkScript {
     const answered = !Number.isNaN(this.answerStartedAt) && now - this.lastAgentPacketAt > ANSWER_OVER_MS;
     const gaveUp = Number.isNaN(this.answerStartedAt) && now - this.speechEndAt > NO_ANSWER_MS;
     if (gaveUp) this.unanswered++;
-    if (answered || gaveUp) this.nextQuestionAt = now + PAUSE_BEFORE_NEXT_QUESTION_MS;
+    if (answered || gaveUp) this.nextQuestionAt = Math.max(now + PAUSE_BEFORE_NEXT_QUESTION_MS, this.askedAt + this.periodMs);
   }
 
   take(): number[] {

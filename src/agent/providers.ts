@@ -8,6 +8,7 @@ import type { Recognizer } from './stt/types.js';
 import { HttpSpeechEngine } from './tts/http.js';
 import { createLocalSpeechEngine } from './tts/local.js';
 import type { SpeechEngine } from './tts/types.js';
+import { gatedVadProvider } from './turn/gate.js';
 import { sileroVadProvider } from './turn/silero.js';
 import type { EndpointingOptions, VadProvider } from './turn/types.js';
 import { webrtcVadProvider, type WebRtcVadMode } from './turn/webrtc.js';
@@ -15,7 +16,7 @@ import { webrtcVadProvider, type WebRtcVadMode } from './turn/webrtc.js';
 /** The settings the speech stages read. */
 export type StageConfig = Pick<
   Config,
-  | 'VAD' | 'VAD_MODE' | 'VAD_THRESHOLD' | 'VAD_PREFIX_PADDING_MS' | 'VAD_SILENCE_MS'
+  | 'VAD' | 'VAD_MODE' | 'VAD_GATE' | 'VAD_THRESHOLD' | 'VAD_PREFIX_PADDING_MS' | 'VAD_SILENCE_MS'
   | 'STT_PROVIDER' | 'STT_WORKERS' | 'STT_URL' | 'STT_API_KEY' | 'STT_MODEL'
   | 'TTS_PROVIDER' | 'TTS_PROCESSES' | 'TTS_URL' | 'TTS_API_KEY' | 'TTS_MODEL' | 'LLM_TIMEOUT_MS'
 >;
@@ -23,8 +24,11 @@ export type StageConfig = Pick<
 type SttName = NonNullable<Config['STT_PROVIDER']>;
 type TtsName = NonNullable<Config['TTS_PROVIDER']>;
 
+/** How long the gated VAD keeps judging after the gate last heard sound: over Silero's lag after a voice stops (≈ 80–180 ms). */
+const GATE_HANGOVER_MS = 500;
+
 const VADS: Record<Config['VAD'], (c: StageConfig) => VadProvider> = {
-  silero: () => sileroVadProvider,
+  silero: (c) => (c.VAD_GATE ? gatedVadProvider(sileroVadProvider, GATE_HANGOVER_MS) : sileroVadProvider),
   webrtc: (c) => webrtcVadProvider(c.VAD_MODE as WebRtcVadMode),
 };
 

@@ -513,6 +513,11 @@ export const settings = {
     parse: int(100, 5000),
   },
   VAD_MODE: { doc: 'WebRTC VAD aggressiveness (VAD=webrtc), 0 (keeps more as speech) to 3.', default: '2', parse: int(0, 3) },
+  VAD_GATE: {
+    doc: "VAD=silero: run the model only where WebRTC VAD (mode 0) hears sound, and for 500 ms after; silence in between is judged without it (≈ 0.01 ms instead of ≈ 0.15 ms per 32 ms window). The hangover outlasts Silero's own lag, so the silence ending a turn is still Silero's to time (boundaries move by at most one 32 ms window). false: Silero on every window.",
+    default: 'true',
+    parse: bool,
+  },
   PREPARE_REPLY_AFTER_MS: {
     doc: "Silence inside the caller's turn after which the reply is prepared unseen (recognised, generated, its first clause synthesised), so it plays the moment the turn's end is certain; dropped if the caller goes on. Must be under the turn's silence to help; 0 turns it off. With a paid LLM_BASE_URL, each dropped preparation is one extra request.",
     default: '100',

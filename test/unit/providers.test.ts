@@ -4,9 +4,10 @@ import { test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config/env.ts';
 import { createRecognizer, createSpeechEngine, createVadProvider, endpointingDefaults } from '../../src/agent/providers.ts';
 
-test('defaults: Silero, PocketSphinx and the local voices; the endpointing defaults from VAD_*', async () => {
+test('defaults: Silero (behind the WebRTC VAD gate), PocketSphinx and the local voices; the endpointing defaults from VAD_*', async () => {
   const config = loadConfig({});
-  assert.equal(createVadProvider(config).name, 'silero');
+  assert.equal(createVadProvider(config).name, 'silero+gate');
+  assert.equal(createVadProvider(loadConfig({ VAD_GATE: 'false' })).name, 'silero');
   const recognizer = createRecognizer(config);
   try {
     assert.equal(recognizer.name, 'pocketsphinx');

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createTurnDetector, type TurnDetectorOptions } from '../../src/agent/turn/detector.ts';
+import { GatedVad, gatedVadProvider } from '../../src/agent/turn/gate.ts';
 import { sileroVadProvider } from '../../src/agent/turn/silero.ts';
 import type { TurnDetector, Vad } from '../../src/agent/turn/types.ts';
 import { webrtcVadProvider } from '../../src/agent/turn/webrtc.ts';
@@ -219,7 +220,7 @@ const SENTENCES = [
   'Can you tell me, please, how far it is to the station, and when the next train leaves?',
 ];
 
-for (const [name, provider] of [['Silero', sileroVadProvider], ['WebRTC VAD', webrtcVadProvider(2)]] as const) {
+for (const [name, provider] of [['Silero', sileroVadProvider], ['WebRTC VAD', webrtcVadProvider(2)], ['Silero behind the gate', gatedVadProvider(sileroVadProvider, 500)]] as const) {
   test(`${name}: a spoken sentence with pauses is one turn, from its onset (less the padding) to its end plus the silence`, async () => {
     for (const text of SENTENCES) {
       const pcm = concat(silence(1000), speak(text), silence(1500));
@@ -244,4 +245,54 @@ test('Silero judges windows asked for all at once in order, as if one after anot
   const other = await sileroVadProvider.create();
   assert.deepEqual(await Promise.all(windows.map((w) => other.probability(w))), sequential);
   assert.ok(Math.max(...sequential) > 0.9, 'the speech is heard');
+});
+
+test('Silero behind the gate: the same turns as Silero alone, each boundary within one window; silence judged without the model', async () => {
+  for (const text of [...SENTENCES, 'What time is it?']) {
+    const pcm = concat(silence(2000), speak(text), silence(2000), speak('stop'), silence(1500));
+    const alone = await detect(await sileroVadProvider.create(), pcm);
+    const gated = (await gatedVadProvider(sileroVadProvider, 500).create()) as GatedVad;
+    const behind = await detect(gated, pcm);
+    assert.equal(alone.summary().length, 4, `two turns: ${alone.summary().join(', ')}`);
+    assert.deepEqual(behind.summary().map((e) => e.split('@')[0]), alone.summary().map((e) => e.split('@')[0]), text);
+    const at = (r: typeof alone, i: number) => Number(r.summary()[i]!.split('@')[1]);
+    // The model did not run on the silence before an utterance, so its recurrent state enters the
+    // utterance from another point: its probabilities differ a little, which may move a boundary by
+    // one 32 ms window (either way), never more.
+    for (const i of [0, 1, 2, 3]) assert.ok(Math.abs(at(behind, i) - at(alone, i)) <= 32, `${behind.summary()[i]} vs ${alone.summary()[i]}: "${text}"`);
+    // The model ran around the speech only: of the 5.5 s of silence, all but the two 500 ms hangovers
+    // (and a few windows at the edges, where the gate hears the voice's faint start and end) were skipped.
+    assert.ok(gated.skipped * 32 >= 4000, `${gated.skipped} windows skipped, ${gated.judged} judged: "${text}"`);
+  }
+});
+
+test('the gate: the costly VAD judges from the first voiced frame until the hangover after the last, silence is 0 unjudged', () => {
+  // Windows of 512 samples (32 ms); the gate calls a frame voiced when its first sample is non-zero.
+  let inner = 0;
+  const skipped: number[] = [];
+  const costly: Vad = {
+    windowSamples: 512,
+    probability: () => (inner++, 0.9),
+    skip: (w) => skipped.push(w[0]!),
+    close: () => {},
+  };
+  const gate = { isSpeech: (f: Int16Array) => f[0] !== 0, close: () => {} };
+  const vad = new GatedVad(costly, gate, 100); // 100 ms: 4 windows after the last voiced one
+  const window = (loud: boolean, mark = 0) => {
+    const w = new Int16Array(512);
+    w[0] = loud ? 1000 : mark;
+    return w;
+  };
+  const ps = [
+    ...Array.from({ length: 3 }, () => vad.probability(window(false))),
+    vad.probability(window(true)),
+    ...Array.from({ length: 6 }, () => vad.probability(window(false))),
+  ];
+  assert.deepEqual(ps, [0, 0, 0, 0.9, 0.9, 0.9, 0.9, 0.9, 0, 0]);
+  assert.equal(inner, 5);
+  assert.deepEqual([vad.judged, vad.skipped, skipped.length], [5, 5, 5]);
+  // A sound in a window's last 20 ms opens it too.
+  const late = new Int16Array(512);
+  late[512 - 320] = 1000;
+  assert.equal(vad.probability(late), 0.9);
 });

@@ -8,6 +8,8 @@ export interface Vad {
   readonly windowSamples: number;
   /** Speech probability 0–1 of one window of exactly `windowSamples`. */
   probability(window: Int16Array): number | Promise<number>;
+  /** A window that will not be judged (a gate heard nothing in it): models that read the audio before a window keep it. */
+  skip?(window: Int16Array): void;
   close(): void;
 }
 
