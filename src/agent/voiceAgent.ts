@@ -1,14 +1,18 @@
 // The voice agent: composes the stages — turn detection, streaming recognition, a reply model and
 // the speaker — into turns and replies. It owns what happens between them: when a turn becomes a
 // user item, when a reply starts, barge-in, playback events and the idle prompt. Each reply is a
-// Reply (reply.ts); the conversation belongs to the call.
+// Reply (reply.ts); the conversation belongs to the call. The caller's audio is cleaned before the
+// VAD and the recogniser hear it: noise suppression (the session's noise_reduction) and the echo
+// guard (the agent's own voice coming back while it speaks is not the caller).
 import { newItemId, type MessageItem } from '../session/conversation.js';
 import type { StageTimings } from '../session/events.js';
 import type { Session } from '../session/session.js';
 import type { ReplyModel } from './llm/types.js';
+import type { NoiseSuppressor } from './noise/suppressor.js';
 import { Reply } from './reply.js';
 import type { VoiceStages } from './stages.js';
 import type { RecognitionStream } from './stt/types.js';
+import { EchoGuard } from './turn/echoGuard.js';
 import type { EndpointingOptions, TurnDetector } from './turn/types.js';
 import type { Agent, AgentContext, AgentFactory, Refusal, ResponseRequest } from './types.js';
 
@@ -58,30 +62,52 @@ export class VoiceAgent implements Agent {
   private idleTimer: NodeJS.Timeout | undefined;
   private readonly unsubscribeDrained: () => void;
   private closed = false;
+  /** The call's context, its audio out watched by the echo guard. */
+  private readonly ctx: AgentContext;
+  private readonly echo = new EchoGuard();
+  private suppressor: NoiseSuppressor | undefined;
 
   constructor(
-    private readonly ctx: AgentContext,
+    ctx: AgentContext,
     private readonly deps: VoiceAgentDeps,
   ) {
+    this.ctx = { ...ctx, audio: this.echo.watch(ctx.audio) };
     this.session = ctx.session();
+    this.setUpNoiseReduction();
     this.setUpTurnDetection();
     this.unsubscribeDrained = ctx.audio.onDrained(() => this.checkPlaybackEnded());
   }
 
   onAudio(frame: Int16Array): void {
     this.inputMs += (frame.length * 1000) / INPUT_RATE;
-    if (this.detector) this.detector.push(frame);
+    const heard = this.echo.filter(this.suppressor ? this.suppressor.process(frame) : frame);
+    if (this.detector) this.detector.push(heard);
     else if (this.session.turnDetection.type === 'none') {
       this.manual ??= this.startTurn();
-      this.manual.recognition.write(frame);
+      this.manual.recognition.write(heard);
     }
   }
 
   onSessionUpdate(session: Session): void {
-    const before = this.session.turnDetection.type;
+    const before = this.session;
     this.session = session;
-    if ((before === 'none') !== (session.turnDetection.type === 'none')) this.setUpTurnDetection();
+    if (before.noiseReduction !== session.noiseReduction) this.setUpNoiseReduction();
+    if ((before.turnDetection.type === 'none') !== (session.turnDetection.type === 'none')) this.setUpTurnDetection();
     else this.detector?.configure(this.endpointing());
+  }
+
+  /** The session's noise suppression, started anew when its type changes (none: the audio as it came). */
+  private setUpNoiseReduction(): void {
+    this.suppressor?.close();
+    this.suppressor = undefined;
+    const type = this.session.noiseReduction;
+    if (!type) return;
+    try {
+      this.suppressor = this.deps.stages.noiseSuppressor(type);
+    } catch (err) {
+      // The call goes on with the audio as it came.
+      this.ctx.emit({ type: 'stage.failed', stage: 'noise_reduction', code: 'noise_reduction_failed', message: `Noise suppression could not start: ${(err as Error).message}`, recoverable: true, cause: err as Error });
+    }
   }
 
   private endpointing(): EndpointingOptions {
@@ -145,6 +171,8 @@ export class VoiceAgent implements Agent {
     for (const turn of [this.manual, this.turn]) turn?.recognition.abort();
     this.detector?.close();
     this.detector = undefined;
+    this.suppressor?.close();
+    this.suppressor = undefined;
   }
 
   private setUpTurnDetection(): void {

@@ -495,6 +495,11 @@ export const settings = {
     default: 'silero',
     parse: oneOf('silero', 'webrtc'),
   },
+  NOISE_REDUCTION: {
+    doc: "Noise suppression (RNNoise, in-process WebAssembly) of the caller's audio before the VAD and the recogniser, for sessions that do not choose (OpenAI's audio.input.noise_reduction; null there turns it off): off, near_field (headsets, handsets) or far_field (laptops, rooms: also damps what RNNoise finds unvoiced). Off by default, as OpenAI's sessions: it costs about 1.5 % of a core per call, more than the rest of a call's audio path (bench/noise.ts).",
+    default: 'off',
+    parse: oneOf('off', 'near_field', 'far_field'),
+  },
   VAD_THRESHOLD: { doc: "Speech probability (0–1) at or above which the caller's audio is speech; a session's turn_detection.threshold overrides it.", default: '0.5', parse: num(0.01, 0.99) },
   VAD_PREFIX_PADDING_MS: { doc: "Audio from before the caller's speech onset handed to the recogniser with it (turn_detection.prefix_padding_ms).", default: '300', parse: int(0, 2000) },
   VAD_SILENCE_MS: {

@@ -17,6 +17,9 @@ function fakeStages(transcripts: string[]) {
       listener = l;
       return { push: () => {}, configure: () => {}, reset: () => {}, close: () => {} };
     },
+    noiseSuppressor: () => {
+      throw new Error('not in these tests');
+    },
     recognizer: {
       name: 'fake',
       start(): RecognitionStream {

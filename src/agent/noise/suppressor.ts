@@ -1,0 +1,83 @@
+// Noise suppression of the caller's audio before the VAD and the recogniser hear it. The voice agent
+// hears 16 kHz; RNNoise works on 10 ms frames at 48 kHz, so each 10 ms is interpolated up ×3,
+// denoised, and averaged back down (the band above 8 kHz that the interpolation leaves nearly empty
+// is dropped again). Audio comes out as it went in, 160 samples for 160 (RNNoise's own look-ahead
+// aside), so the call's audio clock is unchanged.
+import type { NoiseReduction } from '../../session/session.js';
+import { RNNOISE_FRAME, createRnnoiseState, type RnnoiseState } from './rnnoise.js';
+
+/** 10 ms at 16 kHz. */
+const CHUNK = 160;
+
+export interface NoiseSuppressor {
+  readonly type: NoiseReduction;
+  /** 16 kHz mono in, the same number of samples out (the first call's first chunk may lag one chunk). */
+  process(pcm16k: Int16Array): Int16Array;
+  close(): void;
+}
+
+/**
+ * far_field: a distant talker's room (reverberation, fans, other voices) leaves more noise between
+ * words than RNNoise removes; 10 ms frames RNNoise itself finds unvoiced are attenuated further
+ * (−12 dB) so the VAD does not take that residue for speech.
+ */
+const FAR_FIELD_UNVOICED = 0.2;
+const FAR_FIELD_GAIN = 0.25;
+
+export function createNoiseSuppressor(type: NoiseReduction): NoiseSuppressor {
+  const state: RnnoiseState = createRnnoiseState();
+  const frame = new Float32Array(RNNOISE_FRAME);
+  /** 16 kHz samples not yet making a whole chunk. */
+  const pending = new Int16Array(CHUNK);
+  let pendingLength = 0;
+  /** The previous chunk's last sample (the interpolation continues across chunks). */
+  let last = 0;
+  let closed = false;
+
+  const denoiseChunk = (chunk: Int16Array, out: Int16Array, at: number) => {
+    for (let i = 0; i < CHUNK; i++) {
+      const x = chunk[i]!;
+      const d = x - last;
+      frame[3 * i] = last + d / 3;
+      frame[3 * i + 1] = last + (2 * d) / 3;
+      frame[3 * i + 2] = x;
+      last = x;
+    }
+    const voiced = state.process(frame);
+    const gain = type === 'far_field' && voiced < FAR_FIELD_UNVOICED ? FAR_FIELD_GAIN : 1;
+    for (let i = 0; i < CHUNK; i++) {
+      const v = ((frame[3 * i]! + frame[3 * i + 1]! + frame[3 * i + 2]!) / 3) * gain;
+      out[at + i] = v > 32767 ? 32767 : v < -32768 ? -32768 : Math.round(v);
+    }
+  };
+
+  return {
+    type,
+    process(pcm) {
+      if (closed) return pcm;
+      const whole = Math.floor((pendingLength + pcm.length) / CHUNK);
+      const out = new Int16Array(whole * CHUNK);
+      let i = 0;
+      let at = 0;
+      if (pendingLength > 0) {
+        const n = Math.min(CHUNK - pendingLength, pcm.length);
+        pending.set(pcm.subarray(0, n), pendingLength);
+        pendingLength += n;
+        i = n;
+        if (pendingLength < CHUNK) return out;
+        denoiseChunk(pending, out, at);
+        at += CHUNK;
+        pendingLength = 0;
+      }
+      for (; i + CHUNK <= pcm.length; i += CHUNK, at += CHUNK) denoiseChunk(pcm.subarray(i, i + CHUNK), out, at);
+      pending.set(pcm.subarray(i), 0);
+      pendingLength = pcm.length - i;
+      return out;
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      state.destroy();
+    },
+  };
+}

@@ -1,0 +1,150 @@
+// The echo guard: while the agent's voice is on the wire, the caller's microphone may hear it back (a
+// client without echo cancellation: a speakerphone, some browsers and SIP phones). Left alone, the
+// VAD takes that echo for the caller: the agent interrupts itself (barge-in) and then answers its own
+// words. The guard compares each 20 ms of the caller's audio with what was sent in the last 400 ms
+// (the echo's delay: the caller's jitter buffer, its loudspeaker and microphone, the network both
+// ways) and learns how much of the agent's level comes back (the coupling: about 0 with echo
+// cancellation, −10 dB for a phone on a desk). Audio no louder than the echo it predicts, with a
+// margin, is damped (−30 dB) before the VAD and the recogniser hear it; audio louder than that is
+// the caller speaking over the agent and passes untouched, and so does everything after it for a
+// moment (the caller's quieter sounds). With no agent audio in the window the guard does nothing, and
+// with an echo-cancelling client the coupling it learns is near 0, so a real barge-in loses nothing.
+import type { AudioOut } from '../../media/audio/format.js';
+
+/** Output energy is kept in 10 ms bins (480 samples at 48 kHz). */
+const BIN_MS = 10;
+const BIN_SAMPLES = 480;
+/** How far back an echo may come from. */
+const WINDOW_BINS = 40;
+/** Agent audio quieter than this (mean square, ≈ −50 dBFS) is not a source of echo worth guarding. */
+const OUTPUT_FLOOR = 10_000;
+/** Input this much louder (energy) than the predicted echo is the caller: ≈ 4 dB. */
+const MARGIN = 2.5;
+/** After audio that passed, the caller's next audio passes too for this long (20 ms frames). */
+const HANGOVER_FRAMES = 15;
+/** Coupling learned from the last this many echo-only frames (0.5 s of agent audio). */
+const COUPLING_FRAMES = 25;
+/** Before anything is learned: the echo may be as loud as −5 dB under the agent's level. */
+const COUPLING_PRIOR = 0.3;
+/** Damping of audio explained by echo (×1/32, −30 dB). */
+const DAMPING = 1 / 32;
+
+export interface EchoGuardStats {
+  /** 20 ms input frames damped as echo. */
+  dampedFrames: number;
+  /** The coupling learned so far (input energy over the agent's, 0–1+). */
+  coupling: number;
+}
+
+export class EchoGuard {
+  /** Mean square of each 10 ms bin of the agent's audio, from bin `base` on. */
+  private bins: number[] = [];
+  private base = 0;
+  /** The bin being filled. */
+  private partialSum = 0;
+  private partialCount = 0;
+  /** Echo-only ratios (input energy / window's peak output energy), newest last. */
+  private ratios: number[] = Array.from({ length: 3 }, () => COUPLING_PRIOR);
+  private hangover = 0;
+  private damped = 0;
+  private out: AudioOut | undefined;
+
+  /** The call's audio out, watched: what is written and dropped tells the guard what the caller hears. */
+  watch(out: AudioOut): AudioOut {
+    this.out = out;
+    const guard = this;
+    return {
+      write(pcm) {
+        guard.sent(pcm);
+        out.write(pcm);
+      },
+      clear() {
+        const heard = guard.playing();
+        const dropped = out.clear();
+        guard.dropped(heard);
+        return dropped;
+      },
+      get queuedMs() {
+        return out.queuedMs;
+      },
+      onDrained: (cb) => out.onDrained(cb),
+    };
+  }
+
+  /** One frame of the caller's audio (any rate): itself, or damped when the agent's echo explains it. */
+  filter(frame: Int16Array): Int16Array {
+    let sum = 0;
+    for (let i = 0; i < frame.length; i++) sum += frame[i]! * frame[i]!;
+    const energy = frame.length ? sum / frame.length : 0;
+    const reference = this.reference();
+    if (reference < OUTPUT_FLOOR) {
+      if (this.hangover > 0) this.hangover--;
+      return frame;
+    }
+    const ratio = energy / reference;
+    if (ratio > MARGIN * this.coupling()) {
+      this.hangover = HANGOVER_FRAMES;
+      return frame;
+    }
+    this.ratios.push(ratio);
+    if (this.ratios.length > COUPLING_FRAMES) this.ratios.shift();
+    if (this.hangover > 0) {
+      this.hangover--;
+      return frame;
+    }
+    this.damped++;
+    return frame.map((x) => Math.round(x * DAMPING));
+  }
+
+  stats(): EchoGuardStats {
+    return { dampedFrames: this.damped, coupling: this.coupling() };
+  }
+
+  /** The coupling: the 90th percentile of recent echo-only ratios (the echo's louder moments). */
+  private coupling(): number {
+    const sorted = [...this.ratios].sort((a, b) => a - b);
+    return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.9))]!;
+  }
+
+  /** Bins written, whole ones. */
+  private get written(): number {
+    return this.base + this.bins.length;
+  }
+
+  /** The bin the caller hears now: what was written less what is still queued. */
+  private playing(): number {
+    return this.written - Math.round((this.out?.queuedMs ?? 0) / BIN_MS);
+  }
+
+  /** The loudest 10 ms of agent audio the caller heard in the window before now. */
+  private reference(): number {
+    const end = this.playing();
+    let peak = 0;
+    for (let b = Math.max(this.base, end - WINDOW_BINS); b < end; b++) peak = Math.max(peak, this.bins[b - this.base]!);
+    // Bins long heard are no longer needed.
+    const keepFrom = end - WINDOW_BINS;
+    if (keepFrom - this.base > 4 * WINDOW_BINS) {
+      this.bins.splice(0, keepFrom - this.base);
+      this.base = keepFrom;
+    }
+    return peak;
+  }
+
+  private sent(pcm: Int16Array): void {
+    for (let i = 0; i < pcm.length; i++) {
+      this.partialSum += pcm[i]! * pcm[i]!;
+      if (++this.partialCount === BIN_SAMPLES) {
+        this.bins.push(this.partialSum / BIN_SAMPLES);
+        this.partialSum = 0;
+        this.partialCount = 0;
+      }
+    }
+  }
+
+  /** The queue was dropped (barge-in, cancel): the bins from `heard` on never reached the caller. */
+  private dropped(heard: number): void {
+    this.bins.length = Math.max(0, heard - this.base);
+    this.partialSum = 0;
+    this.partialCount = 0;
+  }
+}

@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createNoiseSuppressor } from '../../src/agent/noise/suppressor.ts';
+import { noise, rms } from '../helpers/pcm.ts';
+import { speak } from '../helpers/speech.ts';
+
+/** 16 kHz audio through a suppressor in 20 ms frames, as the voice agent feeds it. */
+function suppress(pcm: Int16Array, type: 'near_field' | 'far_field' = 'near_field'): Int16Array {
+  const s = createNoiseSuppressor(type);
+  const out: Int16Array[] = [];
+  for (let i = 0; i < pcm.length; i += 320) out.push(s.process(pcm.subarray(i, Math.min(pcm.length, i + 320))));
+  s.close();
+  const joined = new Int16Array(out.reduce((n, f) => n + f.length, 0));
+  let at = 0;
+  for (const f of out) joined.set(f, (at += f.length) - f.length);
+  return joined;
+}
+
+const db = (a: number, b: number) => 20 * Math.log10(a / b);
+
+test('the suppressor gives back as many samples as it was given, frame by frame', () => {
+  const s = createNoiseSuppressor('near_field');
+  // Pieces of any length: whole 10 ms chunks come out as soon as they are complete.
+  const outs = [320, 320, 100, 220, 160, 480].map((n) => s.process(new Int16Array(n)).length);
+  s.close();
+  assert.deepEqual(outs, [320, 320, 0, 320, 160, 480]);
+  assert.equal(suppress(new Int16Array(16_000)).length, 16_000);
+});
+
+test('steady noise is taken down by more than 15 dB, speech keeps its level within 3 dB', () => {
+  // White noise at 16 kHz (every other second of the 48 kHz helper's samples are as random).
+  const hiss = noise(3000, 3000).subarray(0, 48_000);
+  const cleaned = suppress(hiss).subarray(16_000);
+  assert.ok(db(rms(hiss.subarray(16_000)), rms(cleaned)) > 15, `noise down ${db(rms(hiss.subarray(16_000)), rms(cleaned)).toFixed(1)} dB`);
+  const speech = speak('please tell me what time it is', 16_000);
+  const kept = suppress(speech);
+  assert.ok(Math.abs(db(rms(speech), rms(kept))) < 3, `speech changed ${db(rms(speech), rms(kept)).toFixed(1)} dB`);
+});
+
+test('far_field damps what is left between words further than near_field', () => {
+  const hiss = noise(3000, 3000).subarray(0, 48_000);
+  const near = rms(suppress(hiss, 'near_field').subarray(16_000));
+  const far = rms(suppress(hiss, 'far_field').subarray(16_000));
+  assert.ok(far < near, `far_field ${far.toFixed(1)} < near_field ${near.toFixed(1)}`);
+});
