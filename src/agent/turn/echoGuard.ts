@@ -5,7 +5,8 @@
 // (the echo's delay: the caller's jitter buffer, its loudspeaker and microphone, the network both
 // ways) and learns how much of the agent's level comes back (the coupling: about 0 with echo
 // cancellation, −10 dB for a phone on a desk). Audio no louder than the echo it predicts, with a
-// margin, is damped (−30 dB) before the VAD and the recogniser hear it; audio louder than that is
+// margin, is silenced before the VAD and the recogniser hear it (merely damped, speech is still
+// speech to Silero); audio louder than that is
 // the caller speaking over the agent and passes untouched, and so does everything after it for a
 // moment (the caller's quieter sounds). With no agent audio in the window the guard does nothing, and
 // with an echo-cancelling client the coupling it learns is near 0, so a real barge-in loses nothing.
@@ -22,12 +23,15 @@ const OUTPUT_FLOOR = 10_000;
 const MARGIN = 2.5;
 /** After audio that passed, the caller's next audio passes too for this long (20 ms frames). */
 const HANGOVER_FRAMES = 15;
-/** Coupling learned from the last this many echo-only frames (0.5 s of agent audio). */
-const COUPLING_FRAMES = 25;
-/** Before anything is learned: the echo may be as loud as −5 dB under the agent's level. */
+/** Coupling learned from the last this many echo-only frames (3 s of agent audio). */
+const COUPLING_FRAMES = 150;
+/**
+ * Until this many frames are learned (the first half second of agent audio in a call), the echo is
+ * taken to be as loud as −5 dB under the agent's level (a caller speaking over the very start of
+ * the first reply needs to be about as loud as the agent to interrupt it).
+ */
+const LEARNING_FRAMES = 25;
 const COUPLING_PRIOR = 0.3;
-/** Damping of audio explained by echo (×1/32, −30 dB). */
-const DAMPING = 1 / 32;
 
 export interface EchoGuardStats {
   /** 20 ms input frames damped as echo. */
@@ -44,7 +48,7 @@ export class EchoGuard {
   private partialSum = 0;
   private partialCount = 0;
   /** Echo-only ratios (input energy / window's peak output energy), newest last. */
-  private ratios: number[] = Array.from({ length: 3 }, () => COUPLING_PRIOR);
+  private ratios: number[] = [];
   private hangover = 0;
   private damped = 0;
   private out: AudioOut | undefined;
@@ -86,24 +90,37 @@ export class EchoGuard {
       this.hangover = HANGOVER_FRAMES;
       return frame;
     }
-    this.ratios.push(ratio);
-    if (this.ratios.length > COUPLING_FRAMES) this.ratios.shift();
+    // Learned only while the agent is still sending: the silence after its last word (its echo's
+    // tail dying away) would teach the guard that nothing comes back.
+    if (this.latest() >= OUTPUT_FLOOR) {
+      this.ratios.push(ratio);
+      if (this.ratios.length > COUPLING_FRAMES) this.ratios.shift();
+    }
     if (this.hangover > 0) {
       this.hangover--;
       return frame;
     }
     this.damped++;
-    return frame.map((x) => Math.round(x * DAMPING));
+    return new Int16Array(frame.length);
+  }
+
+  /** The loudest of the last 100 ms of agent audio sent (0 once it stopped). */
+  private latest(): number {
+    const end = this.playing();
+    let peak = 0;
+    for (let b = Math.max(this.base, end - 10); b < end; b++) peak = Math.max(peak, this.bins[b - this.base]!);
+    return peak;
   }
 
   stats(): EchoGuardStats {
     return { dampedFrames: this.damped, coupling: this.coupling() };
   }
 
-  /** The coupling: the 90th percentile of recent echo-only ratios (the echo's louder moments). */
+  /** The coupling: the 95th percentile of recent echo-only ratios (the echo's louder moments). */
   private coupling(): number {
+    if (this.ratios.length < LEARNING_FRAMES) return COUPLING_PRIOR;
     const sorted = [...this.ratios].sort((a, b) => a - b);
-    return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.9))]!;
+    return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))]!;
   }
 
   /** Bins written, whole ones. */
