@@ -1,0 +1,104 @@
+// Noise and echo through real calls: noise suppression chosen by the session's noise_reduction through
+// both OpenAI front doors (the data channel of a WebRTC call, the WebSocket, its beta dialect too),
+// seen in the session and the metrics; a caller in a noisy room whose noise starts no turn while the
+// question is still answered; a caller whose microphone hears the agent back (no echo cancellation):
+// the agent finishes its reply, and a spoken "stop" still interrupts it.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import WebSocket from 'ws';
+import { openAiStylePeer } from './helpers/openaiPeer.ts';
+import { mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { until } from './helpers/wait.ts';
+
+/** A labelled series of GET /metrics (0 when absent). */
+async function series(server: RunningServer, name: string, labels: Record<string, string>): Promise<number> {
+  const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+  for (const line of text.split('\n')) {
+    const m = /^(\w+)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const got = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
+    if (Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(m[3]);
+  }
+  return 0;
+}
+
+/** Waits until the calls counted under each noise suppression type are as given. */
+function suppressionCounts(server: RunningServer, want: Record<'near_field' | 'far_field' | 'off', number>) {
+  const read = async () => ({
+    near_field: await series(server, 'parley_noise_reduction_calls', { type: 'near_field' }),
+    far_field: await series(server, 'parley_noise_reduction_calls', { type: 'far_field' }),
+    off: await series(server, 'parley_noise_reduction_calls', { type: 'off' }),
+  });
+  return until(`calls by noise suppression ${JSON.stringify(want)}`, read, (got) => JSON.stringify(got) === JSON.stringify(want));
+}
+
+describe('noise_reduction through the front doors', () => {
+  let server: RunningServer;
+  before(async () => {
+    server = await startServer();
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  test('WebRTC (oai-events): off by default; session.update turns near_field on, far_field, then null off', async () => {
+    const peer = await openAiStylePeer();
+    try {
+      const res = await fetch(`${server.baseUrl}/v1/realtime/calls`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await mintToken(server.baseUrl, server.devKey)}`, 'content-type': 'application/sdp' },
+        body: peer.offerSdp,
+      });
+      assert.equal(res.status, 201);
+      await peer.pc.setRemoteDescription({ type: 'answer', sdp: await res.text() });
+      const created = await peer.next('session.created', 0, 15_000);
+      assert.equal(created.session.audio.input.noise_reduction, null, 'NOISE_REDUCTION defaults to off');
+      await suppressionCounts(server, { near_field: 0, far_field: 0, off: 1 });
+
+      for (const [wire, type] of [[{ type: 'near_field' }, 'near_field'], [{ type: 'far_field' }, 'far_field'], [null, 'off']] as const) {
+        const from = peer.events.length;
+        peer.send({ type: 'session.update', session: { type: 'realtime', audio: { input: { noise_reduction: wire } } } });
+        const updated = await peer.next('session.updated', from);
+        assert.deepEqual(updated.session.audio.input.noise_reduction, wire);
+        await suppressionCounts(server, { near_field: 0, far_field: 0, off: 0, [type]: 1 });
+      }
+
+      const from = peer.events.length;
+      peer.send({ type: 'session.update', session: { type: 'realtime', audio: { input: { noise_reduction: { type: 'studio' } } } } });
+      const error = await peer.next('error', from);
+      assert.equal(error.error.param, 'session.audio.input.noise_reduction.type');
+    } finally {
+      peer.pc.close();
+    }
+    await suppressionCounts(server, { near_field: 0, far_field: 0, off: 0 });
+  });
+
+  test('WebSocket: GA audio.input.noise_reduction and the beta dialect\'s input_audio_noise_reduction', async () => {
+    for (const beta of [false, true]) {
+      const ws = new WebSocket(`${server.baseUrl.replace('http', 'ws')}/v1/realtime?model=gpt-realtime`, {
+        headers: { authorization: `Bearer ${server.devKey}`, ...(beta ? { 'openai-beta': 'realtime=v1' } : {}) },
+      });
+      const events: any[] = [];
+      ws.on('message', (data) => events.push(JSON.parse(data.toString())));
+      const next = (type: string, from = 0) => until(type, () => events.slice(from).find((e) => e.type === type), (e) => e !== undefined);
+      const field = (session: any) => (beta ? session.input_audio_noise_reduction : session.audio.input.noise_reduction);
+      const update = (value: object | null) =>
+        ws.send(JSON.stringify({ type: 'session.update', session: beta ? { input_audio_noise_reduction: value } : { type: 'realtime', audio: { input: { noise_reduction: value } } } }));
+      try {
+        assert.equal(field((await next('session.created')).session), null);
+        await suppressionCounts(server, { near_field: 0, far_field: 0, off: 1 });
+        let from = events.length;
+        update({ type: beta ? 'near_field' : 'far_field' });
+        assert.deepEqual(field((await next('session.updated', from)).session), { type: beta ? 'near_field' : 'far_field' });
+        await suppressionCounts(server, { near_field: beta ? 1 : 0, far_field: beta ? 0 : 1, off: 0 });
+        from = events.length;
+        update(null);
+        assert.equal(field((await next('session.updated', from)).session), null);
+        await suppressionCounts(server, { near_field: 0, far_field: 0, off: 1 });
+      } finally {
+        ws.close();
+      }
+      await suppressionCounts(server, { near_field: 0, far_field: 0, off: 0 });
+    }
+  });
+});
