@@ -7,8 +7,25 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { openAiStylePeer } from './helpers/openaiPeer.ts';
+import { attachRoomMicrophone } from './helpers/room.ts';
+import { inboundAudio, openCall, type RtcClient } from './helpers/rtcClient.ts';
 import { mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { speak } from './helpers/speech.ts';
 import { until } from './helpers/wait.ts';
+
+async function call(server: RunningServer, params: Record<string, unknown>): Promise<RtcClient> {
+  const client = await openCall(server.baseUrl, await mintToken(server.baseUrl, server.devKey), { params });
+  await client.waitConnected();
+  await client.nextEvent('session.created');
+  return client;
+}
+
+/** The first event of a type after index `from`. */
+function nextAfter(client: RtcClient, type: string, from: number, timeoutMs = 20_000) {
+  return until(`${type} after event #${from}`, () => client.events.slice(from).find((x) => x.type === type), (e) => e !== undefined, timeoutMs);
+}
+
+const typesAfter = (client: RtcClient, from: number) => client.events.slice(from).map((e) => e.type as string);
 
 /** A labelled series of GET /metrics (0 when absent). */
 async function series(server: RunningServer, name: string, labels: Record<string, string>): Promise<number> {
@@ -99,6 +116,48 @@ describe('noise_reduction through the front doors', () => {
         ws.close();
       }
       await suppressionCounts(server, { near_field: 0, far_field: 0, off: 0 });
+    }
+  });
+});
+
+describe('echo: a caller without echo cancellation', () => {
+  let server: RunningServer;
+  before(async () => {
+    server = await startServer();
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  test('the agent heard back 10 dB down, 60 ms late: it finishes its reply; a spoken "stop" still interrupts the next', async () => {
+    const client = await call(server, { model: 'echo' });
+    const mic = await attachRoomMicrophone(client, { echo: { gain: 0.316, delayMs: 60 } });
+    try {
+      await mic.elapse(500);
+      const answer = 'The next train to the city leaves at seven thirty from platform two. It takes about forty minutes, so you will be there well before nine. ';
+      let from = client.events.length;
+      client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: answer }] } });
+      await nextAfter(client, 'response.audio.started', from);
+      await nextAfter(client, 'response.audio.done', from, 40_000);
+      // The echo's tail has reached the server's VAD too.
+      await mic.elapse(1000);
+      const during = typesAfter(client, from);
+      assert.ok(!during.includes('input_audio_buffer.speech_started'), `no turn from the echo: ${during.join(', ')}`);
+      assert.ok(!during.includes('response.interrupted'), 'the agent did not interrupt itself');
+
+      from = client.events.length;
+      client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: answer }] } });
+      await nextAfter(client, 'response.audio.started', from);
+      // The caller hears a second of the reply (and the microphone hears it back) before speaking over it.
+      const before = (await inboundAudio(client)).packetsReceived;
+      await until('a second of the reply to arrive', async () => (await inboundAudio(client)).packetsReceived, (n) => n >= before + 50);
+      await mic.say(speak('stop please'));
+      const interrupted = await nextAfter(client, 'response.interrupted', from, 10_000);
+      assert.ok(interrupted.dropped_audio_ms > 1000, 'the rest of the reply was dropped');
+      assert.equal(typesAfter(client, from).filter((t) => t === 'input_audio_buffer.speech_started').length, 1, 'one turn: the caller\'s');
+    } finally {
+      mic.stop();
+      client.close();
     }
   });
 });
