@@ -10,6 +10,7 @@ import { openAiStylePeer } from './helpers/openaiPeer.ts';
 import { attachRoomMicrophone } from './helpers/room.ts';
 import { inboundAudio, openCall, type RtcClient } from './helpers/rtcClient.ts';
 import { mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { noiseFor, noiseOf } from './helpers/noise.ts';
 import { speak } from './helpers/speech.ts';
 import { until } from './helpers/wait.ts';
 
@@ -155,6 +156,43 @@ describe('echo: a caller without echo cancellation', () => {
       const interrupted = await nextAfter(client, 'response.interrupted', from, 10_000);
       assert.ok(interrupted.dropped_audio_ms > 1000, 'the rest of the reply was dropped');
       assert.equal(typesAfter(client, from).filter((t) => t === 'input_audio_buffer.speech_started').length, 1, 'one turn: the caller\'s');
+    } finally {
+      mic.stop();
+      client.close();
+    }
+  });
+});
+
+describe('noise: a caller in a noisy room (NOISE_REDUCTION=near_field)', () => {
+  let server: RunningServer;
+  before(async () => {
+    server = await startServer({ NOISE_REDUCTION: 'near_field' });
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  test('pink noise 20 dB under the questions, between them and under the replies: no turn and no barge-in from it; each question answered', async () => {
+    const question = speak('what time is it');
+    const client = await call(server, { model: 'echo', return_transcription: true });
+    assert.equal(client.events.find((e) => e.type === 'session.created')?.session.noise_reduction, undefined, "Orga's session object is unchanged");
+    const mic = await attachRoomMicrophone(client, { noise: noiseFor(question, noiseOf('pink', 10_000), 20) });
+    try {
+      for (let round = 0; round < 2; round++) {
+        const from = client.events.length;
+        // The noise alone for two seconds, then the question over it; the noise goes on under the reply.
+        await mic.elapse(2000);
+        assert.deepEqual(typesAfter(client, from).filter((t) => t.startsWith('input_audio_buffer.') || t.startsWith('response.')), [], 'nothing happens in the noise alone');
+        await mic.say(question);
+        const heard = await nextAfter(client, 'conversation.item.input_audio_transcription.completed', from);
+        assert.match(heard.transcript, /\btime\b/);
+        await nextAfter(client, 'response.audio.started', from);
+        await nextAfter(client, 'response.audio.done', from);
+        await mic.elapse(1000);
+        const types = typesAfter(client, from);
+        assert.equal(types.filter((t) => t === 'input_audio_buffer.speech_started').length, 1, `one turn, the question's: ${types.join(', ')}`);
+        assert.ok(!types.includes('response.interrupted'), 'no barge-in from the noise');
+      }
     } finally {
       mic.stop();
       client.close();
