@@ -14,7 +14,7 @@
 //                 is transcription, model and synthesis, measured over real calls by bench/voice.ts)
 // and the suppressor's CPU per call.
 //
-//   node --import tsx bench/noise.ts [--kinds pink,brown,babble] [--snr 20,10,5] [--types off,near_field] [--no-echo]
+//   node --import tsx bench/noise.ts [--kinds pink,brown,babble] [--snr 20,10,5] [--types off,near_field] [--no-echo] [--vad-hears raw|suppressed]
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -40,6 +40,8 @@ const { values } = parseArgs({
     snr: { type: 'string', default: '20,10,5' },
     types: { type: 'string', default: 'off,near_field' },
     'no-echo': { type: 'boolean', default: false },
+    /** What the VAD judges with suppression on: the audio as it came (the recogniser alone hears it suppressed), or suppressed too. */
+    'vad-hears': { type: 'string', default: 'raw' },
   },
 });
 const kinds = values.kinds!.split(',').filter(Boolean) as NoiseKind[];
@@ -101,10 +103,13 @@ async function listen(input: Int16Array, type: 'off' | NoiseReduction, echo?: { 
   for (let k = 0; k < frames; k++) {
     if (echo && k * 20 === echo.atMs) speaker.write(echo.reply);
     out.play(20);
-    let frame = downsample48kTo16k(input.subarray(k * 960, (k + 1) * 960));
-    if (suppressor) frame = suppressor.process(frame);
-    if (guard) frame = guard.filter(frame);
-    detector.push(frame);
+    // As the voice agent does: the echo guard judges the audio as it came; the suppressor runs on every frame.
+    const frame = downsample48kTo16k(input.subarray(k * 960, (k + 1) * 960));
+    const isEcho = guard?.isEcho(frame) ?? false;
+    const cleaned = suppressor?.process(frame);
+    const silent = new Int16Array(frame.length);
+    const heard = isEcho ? silent : (cleaned ?? frame);
+    detector.push(isEcho ? silent : values['vad-hears'] === 'suppressed' ? heard : frame, heard);
   }
   while (judged < Math.floor((frames * 320) / vad.windowSamples) - 1) await sleep(2);
   detector.close();
@@ -173,7 +178,7 @@ function print(r: Row): void {
   );
 }
 
-console.log(`\nThe ${sentences.length} benchmark sentences, each with ${PAD_MS} ms of the noise alone before and after (Silero, threshold 0.5, silence 300 ms):`);
+console.log(`\nThe ${sentences.length} benchmark sentences, each with ${PAD_MS} ms of the noise alone before and after (Silero, threshold 0.5, silence 300 ms; with suppression the VAD judges the ${values['vad-hears'] === 'suppressed' ? 'suppressed audio' : 'audio as it came, the recogniser hears it suppressed'}):`);
 const conditions: [string, NoiseKind | undefined, number][] = [['clean', undefined, Infinity], ...kinds.flatMap((k) => snrs.map((snr) => [`${k} ${snr} dB`, k, snr] as [string, NoiseKind, number]))];
 for (const [name, kind, snr] of conditions) {
   for (const type of types) {

@@ -80,8 +80,15 @@ export class VoiceAgent implements Agent {
 
   onAudio(frame: Int16Array): void {
     this.inputMs += (frame.length * 1000) / INPUT_RATE;
-    const heard = this.echo.filter(this.suppressor ? this.suppressor.process(frame) : frame);
-    if (this.detector) this.detector.push(heard);
+    // The agent's own voice coming back is silence to both the VAD and the recogniser. The suppressor
+    // runs on every frame (its model follows the whole call); the recogniser hears its output, while
+    // the VAD judges the audio as it came: Silero already ignores steady noise, and suppressed babble
+    // is cleaner speech to it (bench/noise.ts: turns started by a café's voices).
+    const echo = this.echo.isEcho(frame);
+    const cleaned = this.suppressor?.process(frame);
+    const judged = echo ? new Int16Array(frame.length) : frame;
+    const heard = echo ? judged : (cleaned ?? frame);
+    if (this.detector) this.detector.push(judged, heard);
     else if (this.session.turnDetection.type === 'none') {
       this.manual ??= this.startTurn();
       this.manual.recognition.write(heard);

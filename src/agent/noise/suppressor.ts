@@ -1,8 +1,8 @@
 // Noise suppression of the caller's audio before the VAD and the recogniser hear it. The voice agent
 // hears 16 kHz; RNNoise works on 10 ms frames at 48 kHz, so each 10 ms is interpolated up ×3,
 // denoised, and averaged back down (the band above 8 kHz that the interpolation leaves nearly empty
-// is dropped again). Audio comes out as it went in, 160 samples for 160 (RNNoise's own look-ahead
-// aside), so the call's audio clock is unchanged.
+// is dropped again). Each piece comes out as long as it went in, 20 ms late (the chunk being filled,
+// and RNNoise's own frame), so the suppressed audio stays aligned with the audio as it came.
 import type { NoiseReduction } from '../../session/session.js';
 import { RNNOISE_FRAME, createRnnoiseState, type RnnoiseState } from './rnnoise.js';
 
@@ -11,7 +11,7 @@ const CHUNK = 160;
 
 export interface NoiseSuppressor {
   readonly type: NoiseReduction;
-  /** 16 kHz mono in, the same number of samples out (the first call's first chunk may lag one chunk). */
+  /** 16 kHz mono in, as many samples out, 20 ms late (10 ms of chunking, 10 ms RNNoise's own). */
   process(pcm16k: Int16Array): Int16Array;
   close(): void;
 }
@@ -30,6 +30,8 @@ export function createNoiseSuppressor(type: NoiseReduction): NoiseSuppressor {
   /** 16 kHz samples not yet making a whole chunk. */
   const pending = new Int16Array(CHUNK);
   let pendingLength = 0;
+  /** Denoised samples not yet handed out: always CHUNK − pendingLength of them. */
+  let ready = new Int16Array(CHUNK);
   /** The previous chunk's last sample (the interpolation continues across chunks). */
   let last = 0;
   let closed = false;
@@ -56,23 +58,28 @@ export function createNoiseSuppressor(type: NoiseReduction): NoiseSuppressor {
     process(pcm) {
       if (closed) return pcm;
       const whole = Math.floor((pendingLength + pcm.length) / CHUNK);
-      const out = new Int16Array(whole * CHUNK);
+      const denoised = new Int16Array(ready.length + whole * CHUNK);
+      denoised.set(ready);
+      let at = ready.length;
       let i = 0;
-      let at = 0;
       if (pendingLength > 0) {
         const n = Math.min(CHUNK - pendingLength, pcm.length);
         pending.set(pcm.subarray(0, n), pendingLength);
         pendingLength += n;
         i = n;
-        if (pendingLength < CHUNK) return out;
-        denoiseChunk(pending, out, at);
-        at += CHUNK;
-        pendingLength = 0;
+        if (pendingLength === CHUNK) {
+          denoiseChunk(pending, denoised, at);
+          at += CHUNK;
+          pendingLength = 0;
+        }
       }
-      for (; i + CHUNK <= pcm.length; i += CHUNK, at += CHUNK) denoiseChunk(pcm.subarray(i, i + CHUNK), out, at);
-      pending.set(pcm.subarray(i), 0);
-      pendingLength = pcm.length - i;
-      return out;
+      if (pendingLength === 0) {
+        for (; i + CHUNK <= pcm.length; i += CHUNK, at += CHUNK) denoiseChunk(pcm.subarray(i, i + CHUNK), denoised, at);
+        pending.set(pcm.subarray(i), 0);
+        pendingLength = pcm.length - i;
+      }
+      ready = denoised.slice(pcm.length);
+      return denoised.subarray(0, pcm.length);
     },
     close() {
       if (closed) return;

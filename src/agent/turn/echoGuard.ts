@@ -75,20 +75,25 @@ export class EchoGuard {
     };
   }
 
-  /** One frame of the caller's audio (any rate): itself, or damped when the agent's echo explains it. */
+  /** One frame of the caller's audio (any rate): itself, or silence when the agent's echo explains it. */
   filter(frame: Int16Array): Int16Array {
+    return this.isEcho(frame) ? new Int16Array(frame.length) : frame;
+  }
+
+  /** Whether this frame of the caller's audio (the next one, in order) is the agent's echo and no more. */
+  isEcho(frame: Int16Array): boolean {
     let sum = 0;
     for (let i = 0; i < frame.length; i++) sum += frame[i]! * frame[i]!;
     const energy = frame.length ? sum / frame.length : 0;
     const reference = this.reference();
     if (reference < OUTPUT_FLOOR) {
       if (this.hangover > 0) this.hangover--;
-      return frame;
+      return false;
     }
     const ratio = energy / reference;
     if (ratio > MARGIN * this.coupling()) {
       this.hangover = HANGOVER_FRAMES;
-      return frame;
+      return false;
     }
     // Learned only while the agent is still sending: the silence after its last word (its echo's
     // tail dying away) would teach the guard that nothing comes back.
@@ -98,10 +103,10 @@ export class EchoGuard {
     }
     if (this.hangover > 0) {
       this.hangover--;
-      return frame;
+      return false;
     }
     this.damped++;
-    return new Int16Array(frame.length);
+    return true;
   }
 
   /** The loudest of the last 100 ms of agent audio sent (0 once it stopped). */
