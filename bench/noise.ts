@@ -8,6 +8,7 @@
 //   false starts  speech starts in the noise alone (each one a barge-in if the agent were speaking),
 //                 and of those, turns with words (each one a reply to nobody)
 //   false ends    ends of turn inside a sentence (a question cut in two)
+//   not ended     sentences whose turn the noise held open until the noise stopped (no answer)
 //   WER           word error rate of the turns' transcripts over the sentences
 //   end lag       from the end of the sentence's speech to the end of its turn (audio time, p50; the
 //                 300 ms of silence included): the part of voice-to-voice that noise changes (the rest
@@ -138,6 +139,8 @@ interface Row {
   falseStarts: number;
   falseTurns: number;
   falseEnds: number;
+  /** Sentences whose turn had not ended 1.5 s after them (the noise held it open). */
+  unended: number;
   wer: number;
   endLagMs: number;
 }
@@ -148,6 +151,7 @@ async function condition(name: string, kind: NoiseKind | undefined, snrDb: numbe
   let falseStarts = 0;
   let falseTurns = 0;
   let falseEnds = 0;
+  let unended = 0;
   let errors = 0;
   let total = 0;
   const lags: number[] = [];
@@ -167,14 +171,15 @@ async function condition(name: string, kind: NoiseKind | undefined, snrDb: numbe
     total += words(s.text).length;
     const last = inside.at(-1);
     if (last?.endMs !== undefined) lags.push(last.endMs - (PAD_MS + s.endMs));
+    else if (last) unended++;
   }
-  return { condition: name, type, falseStarts, falseTurns, falseEnds, wer: (100 * errors) / total, endLagMs: lags.length ? percentile(lags, 50) : NaN };
+  return { condition: name, type, falseStarts, falseTurns, falseEnds, unended, wer: (100 * errors) / total, endLagMs: lags.length ? percentile(lags, 50) : NaN };
 }
 
 function print(r: Row): void {
   console.log(
     `  ${r.condition.padEnd(14)} ${r.type.padEnd(10)} false starts ${String(r.falseStarts).padStart(3)} (with words ${String(r.falseTurns).padStart(2)}), ` +
-      `false ends ${String(r.falseEnds).padStart(2)}, WER ${r.wer.toFixed(1).padStart(5)} %, end lag p50 ${r.endLagMs.toFixed(0)} ms`,
+      `false ends ${String(r.falseEnds).padStart(2)}, not ended ${String(r.unended).padStart(2)}, WER ${r.wer.toFixed(1).padStart(5)} %, end lag p50 ${r.endLagMs.toFixed(0)} ms`,
   );
 }
 
@@ -218,7 +223,7 @@ if (!values['no-echo']) {
         stopLags.push(barge.startMs + SETTINGS.prefixPaddingMs - (stopAtMs + stopOnsetMs));
       }
     }
-    const row = { condition: 'echo −10 dB', type: guard ? 'guard' : 'no guard', falseStarts: falseBargeIns, falseTurns: 0, falseEnds: 0, wer: NaN, endLagMs: NaN };
+    const row = { condition: 'echo −10 dB', type: guard ? 'guard' : 'no guard', falseStarts: falseBargeIns, falseTurns: 0, falseEnds: 0, unended: 0, wer: NaN, endLagMs: NaN };
     rows.push(row);
     console.log(`  echo guard ${guard ? 'on ' : 'off'}: false barge-ins ${falseBargeIns} in 5 replies; "stop" heard ${heardStop} of 5, VAD onset after its start p50 ${stopLags.length ? percentile(stopLags, 50).toFixed(0) : '—'} ms`);
   }

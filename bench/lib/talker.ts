@@ -26,7 +26,8 @@ export interface Talker {
   mic: Awaited<ReturnType<typeof attachMicrophone>>;
   /** Times (performance.now) at which loud agent audio arrived, since the last reset. */
   loudTimes: number[];
-  turn(question: Int16Array): Promise<TurnResult | undefined>;
+  /** Says the question; `speechEnd`: the sample its speech ends at (else where the clip is last loud). */
+  turn(question: Int16Array, speechEnd?: number): Promise<TurnResult | undefined>;
   close(): void;
 }
 
@@ -54,13 +55,14 @@ export async function openTalker(server: RunningServer, model: string): Promise<
     client,
     mic,
     loudTimes,
-    async turn(question) {
+    async turn(question, speechEnd) {
       const from = client.events.length;
       firstLoudAt = undefined;
       await mic.say(question);
       // The clip ends in silence: the caller's speech ended where it was last loud.
       let tail = question.length;
-      while (tail > 0 && Math.abs(question[tail - 1]!) < 500) tail--;
+      if (speechEnd !== undefined) tail = speechEnd;
+      else while (tail > 0 && Math.abs(question[tail - 1]!) < 500) tail--;
       const speechEnded = performance.now() - (question.length - tail) / 48;
       listeningSince = speechEnded;
       const deadline = Date.now() + 15_000;
