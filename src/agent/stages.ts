@@ -58,7 +58,7 @@ export function createVoiceStages(config: StageConfig): VoiceStages {
         (err: Error) => listener.error(err),
       );
       return {
-        push: (pcm, heard) => detector?.push(pcm, heard),
+        push: (pcm) => detector?.push(pcm),
         configure: (o) => (detector ? detector.configure(o) : void (pending = { ...pending, ...o })),
         reset: () => detector?.reset(),
         close: () => {

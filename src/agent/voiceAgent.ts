@@ -80,19 +80,23 @@ export class VoiceAgent implements Agent {
 
   onAudio(frame: Int16Array): void {
     this.inputMs += (frame.length * 1000) / INPUT_RATE;
-    // The agent's own voice coming back is silence to both the VAD and the recogniser. The suppressor
-    // runs on every frame (its model follows the whole call); the recogniser hears its output, while
-    // the VAD judges the audio as it came: Silero already ignores steady noise, and suppressed babble
-    // is cleaner speech to it (bench/noise.ts: turns started by a café's voices).
-    const echo = this.echo.isEcho(frame);
-    const cleaned = this.suppressor?.process(frame);
-    const judged = echo ? new Int16Array(frame.length) : frame;
-    const heard = echo ? judged : (cleaned ?? frame);
-    if (this.detector) this.detector.push(judged, heard);
+    // The agent's own voice coming back is silence to the VAD and the recogniser.
+    const heard = this.echo.filter(frame);
+    if (this.detector) this.detector.push(heard);
     else if (this.session.turnDetection.type === 'none') {
       this.manual ??= this.startTurn();
-      this.manual.recognition.write(heard);
+      this.manual.recognition.write(this.suppressed(heard));
     }
+  }
+
+  /**
+   * What the recogniser hears: the caller's audio, noise-suppressed when the session asks. The VAD
+   * judges the audio as it came (Silero already ignores steady noise, and suppressed babble is
+   * cleaner speech to it: bench/noise.ts), so the suppressor runs on the turns' audio only — their
+   * prefix padding first, which lets it settle on the room's noise — not all call long.
+   */
+  private suppressed(pcm: Int16Array): Int16Array {
+    return this.suppressor ? this.suppressor.process(pcm) : pcm;
   }
 
   onSessionUpdate(session: Session): void {
@@ -188,7 +192,7 @@ export class VoiceAgent implements Agent {
     if (this.session.turnDetection.type === 'none') return;
     this.detector = this.deps.stages.turnDetector(this.endpointing(), {
       speechStarted: (audioStartMs, preroll) => this.onSpeechStarted(audioStartMs, preroll),
-      speech: (pcm) => this.turn?.recognition.write(pcm),
+      speech: (pcm) => this.turn?.recognition.write(this.suppressed(pcm)),
       speechPaused: () => this.onSpeechPaused(),
       speechResumed: () => this.onSpeechResumed(),
       speechStopped: (audioEndMs, speechEndMs) => {
@@ -222,7 +226,7 @@ export class VoiceAgent implements Agent {
     this.turn = this.startTurn();
     this.ctx.emit({ type: 'input.speech_started', itemId: this.turn.itemId, audioStartMs: Math.round(audioStartMs) });
     if (this.session.turnDetection.interruptResponse) this.interrupt();
-    this.turn.recognition.write(preroll);
+    this.turn.recognition.write(this.suppressed(preroll));
   }
 
   /**

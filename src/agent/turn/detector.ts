@@ -1,6 +1,5 @@
 // The caller's turns from their audio: 16 kHz frames (the rate the voice agent declares; the
-// transport converts at its edge), each with the copy the listener hears (noise-suppressed, or the
-// same), are cut into the VAD's windows, judged in order (the VAD may answer asynchronously) and run
+// transport converts at its edge) are cut into the VAD's windows, judged in order (the VAD may answer asynchronously) and run
 // through the endpointing policy; the listener hears the onset with its prefix padding, the turn's
 // audio and its end. Times are ms of the caller's audio since the first frame pushed.
 import { EndpointingPolicy, ONSET_MS, type EndpointingPolicyOptions } from './endpointing.js';
@@ -14,10 +13,7 @@ const MAX_TURN_MS = 30_000;
 const RATE_KHZ = 16;
 
 interface Window {
-  /** What the VAD judges. */
   pcm: Int16Array;
-  /** What the listener hears (the same audio, or a cleaned copy of it). */
-  heard: Int16Array;
   /** Index of its first sample among all 16 kHz samples of the call. */
   start: number;
 }
@@ -27,7 +23,6 @@ export function createTurnDetector(vad: Vad, options: TurnDetectorOptions, liste
   const size = vad.windowSamples;
   /** 16 kHz samples not yet making a whole window. */
   let partial = new Int16Array(size);
-  let partialHeard = new Int16Array(size);
   let partialLength = 0;
   /** 16 kHz samples received since the first frame (the audio clock). */
   let received = 0;
@@ -51,7 +46,7 @@ export function createTurnDetector(vad: Vad, options: TurnDetectorOptions, liste
     const wasInTurn = policy.inTurn;
     const event = policy.step(p, w.start / RATE_KHZ, w.pcm.length / RATE_KHZ);
     if (wasInTurn) {
-      listener.speech(w.heard);
+      listener.speech(w.pcm);
       if (event?.type === 'stop') listener.speechStopped(Math.round(event.endMs), Math.round(event.speechEndMs));
       else if (event?.type === 'pause') listener.speechPaused?.(Math.round(event.silenceStartMs));
       else if (event?.type === 'resume') listener.speechResumed?.();
@@ -68,7 +63,7 @@ export function createTurnDetector(vad: Vad, options: TurnDetectorOptions, liste
     const onsetWindows = recent.filter((x) => x.start >= onset);
     recent = [];
     listener.speechStarted(Math.round(from / RATE_KHZ), preroll);
-    for (const x of onsetWindows) listener.speech(x.heard);
+    for (const x of onsetWindows) listener.speech(x.pcm);
   };
 
   const failed = (err: unknown) => {
@@ -119,18 +114,16 @@ export function createTurnDetector(vad: Vad, options: TurnDetectorOptions, liste
   };
 
   return {
-    push(pcm, heard = pcm) {
+    push(pcm) {
       if (closed) return;
       for (let i = 0; i < pcm.length; ) {
         const n = Math.min(size - partialLength, pcm.length - i);
         partial.set(pcm.subarray(i, i + n), partialLength);
-        partialHeard.set(heard.subarray(i, i + n), partialLength);
         partialLength += n;
         i += n;
         if (partialLength === size) {
-          queue.push({ pcm: partial, heard: partialHeard, start: received + i - size });
+          queue.push({ pcm: partial, start: received + i - size });
           partial = new Int16Array(size);
-          partialHeard = new Int16Array(size);
           partialLength = 0;
         }
       }
@@ -158,13 +151,12 @@ export function createTurnDetector(vad: Vad, options: TurnDetectorOptions, liste
   };
 }
 
-/** The windows' audio as the listener hears it, end to end. */
 function concat(windows: Window[]): Int16Array {
-  const out = new Int16Array(windows.reduce((n, w) => n + w.heard.length, 0));
+  const out = new Int16Array(windows.reduce((n, w) => n + w.pcm.length, 0));
   let at = 0;
   for (const w of windows) {
-    out.set(w.heard, at);
-    at += w.heard.length;
+    out.set(w.pcm, at);
+    at += w.pcm.length;
   }
   return out;
 }

@@ -56,12 +56,8 @@ export interface TurnListener {
 }
 
 export interface TurnDetector {
-  /**
-   * The caller's audio as the call delivers it: 16 kHz mono, any length, judged by the VAD; `heard`
-   * (as long, aligned with it) is what the listener is handed for the turns (the recogniser's copy,
-   * noise-suppressed); unset: `pcm16k` itself.
-   */
-  push(pcm16k: Int16Array, heard?: Int16Array): void;
+  /** The caller's audio as the call delivers it: 16 kHz mono, any length. */
+  push(pcm16k: Int16Array): void;
   /** Live changes (session.update). */
   configure(options: Partial<EndpointingOptions>): void;
   /** Forgets a turn in progress (e.g. the input buffer was cleared) without signalling its end. */
