@@ -100,7 +100,7 @@ async function listen(input: Int16Array, type: 'off' | NoiseReduction, echo?: { 
   const everywhere = values.suppress === 'all';
   const beforeStt = (pcm: Int16Array) => (suppressor && !everywhere ? suppressor.process(pcm) : pcm);
   const out = new FakeAudioOut();
-  const guard = echo?.guard ? new EchoGuard() : undefined;
+  const guard = echo?.guard ? new EchoGuard(16_000) : undefined;
   const speaker = guard ? guard.watch(out) : out;
   const frames = Math.floor(input.length / 960);
   for (let k = 0; k < frames; k++) {

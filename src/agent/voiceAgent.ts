@@ -64,7 +64,7 @@ export class VoiceAgent implements Agent {
   private closed = false;
   /** The call's context, its audio out watched by the echo guard. */
   private readonly ctx: AgentContext;
-  private readonly echo = new EchoGuard();
+  private readonly echo = new EchoGuard(INPUT_RATE);
   private suppressor: NoiseSuppressor | undefined;
 
   constructor(

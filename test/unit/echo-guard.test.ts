@@ -14,7 +14,7 @@ const caller = speak('stop please stop', 16_000);
  */
 function call(opts: { gain: number; delayMs: number; words?: Int16Array; atMs?: number; durationMs?: number }) {
   const out = new FakeAudioOut();
-  const guard = new EchoGuard();
+  const guard = new EchoGuard(16_000);
   guard.watch(out).write(reply);
   const heard: Int16Array[] = [];
   const durationMs = opts.durationMs ?? 4000;
@@ -69,8 +69,32 @@ test('a client with its own echo cancellation loses nothing: a quiet "stop" pass
 });
 
 test('with nothing playing the guard does nothing', () => {
-  const guard = new EchoGuard();
+  const guard = new EchoGuard(16_000);
   guard.watch(new FakeAudioOut());
   const frame = caller.subarray(16_000, 16_320);
   assert.equal(guard.filter(frame), frame);
+});
+
+test('once the agent has stopped and its echo died away, the guard lets go', () => {
+  // The reply lasts about 6.5 s; a quiet "stop" 1.5 s after it.
+  const atMs = reply.length / 48 + 1500;
+  const quiet = caller.map((x) => Math.round(x / 8));
+  const { heard } = call({ gain: 0.316, delayMs: 80, words: quiet, atMs, durationMs: atMs + 2000 });
+  const span = concat(heard.slice(atMs / 20, (atMs + quiet.length / 16) / 20));
+  assert.ok(rms(span) > rms(quiet) * 0.95, `${rms(span).toFixed(0)} of ${rms(quiet).toFixed(0)}`);
+});
+
+test('audio handed over at once (a WebSocket: nothing queued) is taken as played in real time', () => {
+  const guard = new EchoGuard(16_000);
+  // An output whose queue is always empty, as the WebSocket transport's.
+  const out = { write: () => {}, clear: () => 0, queuedMs: 0, onDrained: () => () => {} };
+  guard.watch(out).write(reply);
+  let left = 0;
+  for (let t = 0; t < 4000; t += 20) {
+    const frame = new Int16Array(320);
+    for (let i = 0; i < 320; i++) frame[i] = Math.round((reply[Math.round((t - 80) * 48 + i * 3)] ?? 0) * 0.316);
+    const g = guard.filter(frame);
+    if (t >= 600) left += rms(g);
+  }
+  assert.equal(left, 0, 'the echo, 3.4 s of it after the first half second, was all silenced');
 });

@@ -52,6 +52,16 @@ export class EchoGuard {
   private hangover = 0;
   private damped = 0;
   private out: AudioOut | undefined;
+  /**
+   * The bin the caller hears now. A transport that paces the agent's audio (WebRTC, SIP) says how
+   * much is still queued; one that hands it over at once (a WebSocket: the client plays it) is taken
+   * to be played in real time, one bin per 10 ms of the caller's audio. Past the last bin written,
+   * the caller hears silence (bins of 0 are added), so the guard lets go once the echo has died.
+   */
+  private played = 0;
+
+  /** `inputRate`: the sample rate of the caller's frames it is given (the audio clock). */
+  constructor(private readonly inputRate: number) {}
 
   /** The call's audio out, watched: what is written and dropped tells the guard what the caller hears. */
   watch(out: AudioOut): AudioOut {
@@ -63,7 +73,7 @@ export class EchoGuard {
         out.write(pcm);
       },
       clear() {
-        const heard = guard.playing();
+        const heard = guard.heardNow();
         const dropped = out.clear();
         guard.dropped(heard);
         return dropped;
@@ -82,6 +92,7 @@ export class EchoGuard {
 
   /** Whether this frame of the caller's audio (the next one, in order) is the agent's echo and no more. */
   isEcho(frame: Int16Array): boolean {
+    this.advance((frame.length * 100) / this.inputRate);
     let sum = 0;
     for (let i = 0; i < frame.length; i++) sum += frame[i]! * frame[i]!;
     const energy = frame.length ? sum / frame.length : 0;
@@ -109,9 +120,9 @@ export class EchoGuard {
     return true;
   }
 
-  /** The loudest of the last 100 ms of agent audio sent (0 once it stopped). */
+  /** The loudest of the last 100 ms of agent audio heard (0 once it stopped). */
   private latest(): number {
-    const end = this.playing();
+    const end = Math.floor(this.played);
     let peak = 0;
     for (let b = Math.max(this.base, end - 10); b < end; b++) peak = Math.max(peak, this.bins[b - this.base]!);
     return peak;
@@ -133,14 +144,29 @@ export class EchoGuard {
     return this.base + this.bins.length;
   }
 
-  /** The bin the caller hears now: what was written less what is still queued. */
-  private playing(): number {
-    return this.written - Math.round((this.out?.queuedMs ?? 0) / BIN_MS);
+  /** The bin heard now, before advance() of the next frame: what was written less what is queued. */
+  private heardNow(): number {
+    const queued = this.out?.queuedMs ?? 0;
+    return queued > 0 ? this.written - Math.round(queued / BIN_MS) : Math.min(this.written, Math.floor(this.played));
+  }
+
+  /** The caller's clock moved on by `bins` (10 ms each). */
+  private advance(bins: number): void {
+    const queued = this.out?.queuedMs ?? 0;
+    if (queued > 0) {
+      this.played = this.written - Math.round(queued / BIN_MS);
+      return;
+    }
+    this.played += bins;
+    if (this.played <= this.written) return;
+    // The agent is silent: what is half a bin is as good as whole, and silence follows.
+    if (this.partialCount > 0) this.flushPartial();
+    while (this.written < Math.floor(this.played)) this.bins.push(0);
   }
 
   /** The loudest 10 ms of agent audio the caller heard in the window before now. */
   private reference(): number {
-    const end = this.playing();
+    const end = Math.floor(this.played);
     let peak = 0;
     for (let b = Math.max(this.base, end - WINDOW_BINS); b < end; b++) peak = Math.max(peak, this.bins[b - this.base]!);
     // Bins long heard are no longer needed.
@@ -153,19 +179,26 @@ export class EchoGuard {
   }
 
   private sent(pcm: Int16Array): void {
+    // Audio written while nothing was queued starts where the caller is now.
+    if ((this.out?.queuedMs ?? 0) === 0 && this.written < Math.floor(this.played)) {
+      while (this.written < Math.floor(this.played)) this.bins.push(0);
+    }
     for (let i = 0; i < pcm.length; i++) {
       this.partialSum += pcm[i]! * pcm[i]!;
-      if (++this.partialCount === BIN_SAMPLES) {
-        this.bins.push(this.partialSum / BIN_SAMPLES);
-        this.partialSum = 0;
-        this.partialCount = 0;
-      }
+      if (++this.partialCount === BIN_SAMPLES) this.flushPartial();
     }
+  }
+
+  private flushPartial(): void {
+    this.bins.push(this.partialSum / Math.max(1, this.partialCount));
+    this.partialSum = 0;
+    this.partialCount = 0;
   }
 
   /** The queue was dropped (barge-in, cancel): the bins from `heard` on never reached the caller. */
   private dropped(heard: number): void {
     this.bins.length = Math.max(0, heard - this.base);
+    this.played = Math.min(this.played, heard);
     this.partialSum = 0;
     this.partialCount = 0;
   }
