@@ -20,6 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createNoiseSuppressor, type NoiseSuppressor } from '../src/agent/noise/suppressor.ts';
+import { TurnSuppressor } from '../src/agent/noise/turnSuppressor.ts';
 import { PocketSphinxRecognizer } from '../src/agent/stt/pocketsphinx.ts';
 import type { RecognitionStream } from '../src/agent/stt/types.ts';
 import { createTurnDetector } from '../src/agent/turn/detector.ts';
@@ -81,6 +82,7 @@ async function listen(input: Int16Array, type: 'off' | NoiseReduction, echo?: { 
   let stream: RecognitionStream | undefined;
   const detector = createTurnDetector(counted, SETTINGS, {
     speechStarted: (at, preroll) => {
+      turnSuppressor?.turnStarts(at);
       stream = recognizer.start();
       stream.write(beforeStt(preroll));
       turns.push({ startMs: at, text: Promise.resolve('') });
@@ -98,7 +100,8 @@ async function listen(input: Int16Array, type: 'off' | NoiseReduction, echo?: { 
   });
   const suppressor: NoiseSuppressor | undefined = type === 'off' ? undefined : createNoiseSuppressor(type);
   const everywhere = values.suppress === 'all';
-  const beforeStt = (pcm: Int16Array) => (suppressor && !everywhere ? suppressor.process(pcm) : pcm);
+  const turnSuppressor = suppressor && !everywhere ? new TurnSuppressor(suppressor) : undefined;
+  const beforeStt = (pcm: Int16Array) => (turnSuppressor ? turnSuppressor.process(pcm) : pcm);
   const out = new FakeAudioOut();
   const guard = echo?.guard ? new EchoGuard(16_000) : undefined;
   const speaker = guard ? guard.watch(out) : out;
@@ -109,6 +112,7 @@ async function listen(input: Int16Array, type: 'off' | NoiseReduction, echo?: { 
     let frame = downsample48kTo16k(input.subarray(k * 960, (k + 1) * 960));
     if (suppressor && everywhere) frame = suppressor.process(frame);
     if (guard) frame = guard.filter(frame);
+    turnSuppressor?.heard(frame);
     detector.push(frame);
   }
   while (judged < Math.floor((frames * 320) / vad.windowSamples) - 1) await sleep(2);

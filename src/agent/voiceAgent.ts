@@ -8,7 +8,7 @@ import { newItemId, type MessageItem } from '../session/conversation.js';
 import type { StageTimings } from '../session/events.js';
 import type { Session } from '../session/session.js';
 import type { ReplyModel } from './llm/types.js';
-import type { NoiseSuppressor } from './noise/suppressor.js';
+import { TurnSuppressor } from './noise/turnSuppressor.js';
 import { Reply } from './reply.js';
 import type { VoiceStages } from './stages.js';
 import type { RecognitionStream } from './stt/types.js';
@@ -65,7 +65,7 @@ export class VoiceAgent implements Agent {
   /** The call's context, its audio out watched by the echo guard. */
   private readonly ctx: AgentContext;
   private readonly echo = new EchoGuard(INPUT_RATE);
-  private suppressor: NoiseSuppressor | undefined;
+  private suppressor: TurnSuppressor | undefined;
 
   constructor(
     ctx: AgentContext,
@@ -82,6 +82,7 @@ export class VoiceAgent implements Agent {
     this.inputMs += (frame.length * 1000) / INPUT_RATE;
     // The agent's own voice coming back is silence to the VAD and the recogniser.
     const heard = this.echo.filter(frame);
+    this.suppressor?.heard(heard);
     if (this.detector) this.detector.push(heard);
     else if (this.session.turnDetection.type === 'none') {
       this.manual ??= this.startTurn();
@@ -92,8 +93,8 @@ export class VoiceAgent implements Agent {
   /**
    * What the recogniser hears: the caller's audio, noise-suppressed when the session asks. The VAD
    * judges the audio as it came (Silero already ignores steady noise, and suppressed babble is
-   * cleaner speech to it: bench/noise.ts), so the suppressor runs on the turns' audio only — their
-   * prefix padding first, which lets it settle on the room's noise — not all call long.
+   * cleaner speech to it: bench/noise.ts), so the suppressor runs on the turns' audio only, after a
+   * warm-up on the second before each (turnSuppressor.ts), not all call long.
    */
   private suppressed(pcm: Int16Array): Int16Array {
     return this.suppressor ? this.suppressor.process(pcm) : pcm;
@@ -114,7 +115,7 @@ export class VoiceAgent implements Agent {
     const type = this.session.noiseReduction;
     if (!type) return;
     try {
-      this.suppressor = this.deps.stages.noiseSuppressor(type);
+      this.suppressor = new TurnSuppressor(this.deps.stages.noiseSuppressor(type), this.inputMs);
     } catch (err) {
       // The call goes on with the audio as it came.
       this.ctx.emit({ type: 'stage.failed', stage: 'noise_reduction', code: 'noise_reduction_failed', message: `Noise suppression could not start: ${(err as Error).message}`, recoverable: true, cause: err as Error });
@@ -226,6 +227,7 @@ export class VoiceAgent implements Agent {
     this.turn = this.startTurn();
     this.ctx.emit({ type: 'input.speech_started', itemId: this.turn.itemId, audioStartMs: Math.round(audioStartMs) });
     if (this.session.turnDetection.interruptResponse) this.interrupt();
+    this.suppressor?.turnStarts(audioStartMs);
     this.turn.recognition.write(this.suppressed(preroll));
   }
 

@@ -174,11 +174,12 @@ describe('VoiceAgent', () => {
     };
     const a = new VoiceAgent(f.ctx, { stages: s.stages, modelFor: () => scriptedModel([]) });
     assert.deepEqual(made.map((m) => m.type), ['near_field']);
-    a.onAudio(new Int16Array(320));
+    for (let i = 0; i < 100; i++) a.onAudio(new Int16Array(320));
     assert.equal(made[0]!.processed, 0, 'outside a turn the suppressor does not run');
-    s.caller().speechStarted(0, new Int16Array(160));
+    // A turn whose audio starts 1.7 s into the call: the second before it warms the suppressor up, unheard.
+    s.caller().speechStarted(1700, new Int16Array(160));
     s.caller().speech(new Int16Array(320));
-    assert.equal(made[0]!.processed, 480, "the turn's prefix padding and speech");
+    assert.equal(made[0]!.processed, 16_000 + 480, "the warm-up, then the turn's prefix padding and speech");
     assert.equal(s.recognitions[0]!.written, 480);
     a.onSessionUpdate({ ...f.session, noiseReduction: 'far_field' });
     assert.deepEqual(made.map((m) => [m.type, m.closed]), [['near_field', true], ['far_field', false]]);
