@@ -26,12 +26,12 @@ const HANGOVER_FRAMES = 15;
 /** Coupling learned from the last this many echo-only frames (3 s of agent audio). */
 const COUPLING_FRAMES = 150;
 /**
- * Until this many frames are learned (the first half second of agent audio in a call), the echo is
- * taken to be as loud as −5 dB under the agent's level (a caller speaking over the very start of
- * the first reply needs to be about as loud as the agent to interrupt it).
+ * Until this many frames are learned (the first half second the caller's audio comes in while the
+ * agent speaks), the echo is taken to be up to 10 dB under the agent's level: a caller speaking over
+ * the very start of the first reply needs to be no more than 6 dB quieter than the agent.
  */
 const LEARNING_FRAMES = 25;
-const COUPLING_PRIOR = 0.3;
+const COUPLING_PRIOR = 0.1;
 
 export interface EchoGuardStats {
   /** 20 ms input frames damped as echo. */
