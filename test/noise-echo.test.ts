@@ -172,11 +172,11 @@ describe('noise: a caller in a noisy room (NOISE_REDUCTION=near_field)', () => {
     await server.stop();
   });
 
-  test('pink noise 20 dB under the questions, between them and under the replies: no turn and no barge-in from it; each question answered', async () => {
+  test('pink noise 25 dB under the questions, between them and under the replies: no turn and no barge-in from it; each question answered', async () => {
     const question = speak('what time is it');
     const client = await call(server, { model: 'echo', return_transcription: true });
     assert.equal(client.events.find((e) => e.type === 'session.created')?.session.noise_reduction, undefined, "Orga's session object is unchanged");
-    const mic = await attachRoomMicrophone(client, { noise: noiseFor(question, noiseOf('pink', 10_000), 20) });
+    const mic = await attachRoomMicrophone(client, { noise: noiseFor(question, noiseOf('pink', 10_000), 25) });
     try {
       for (let round = 0; round < 2; round++) {
         const from = client.events.length;
