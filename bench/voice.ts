@@ -6,6 +6,7 @@
 //
 //   node --import tsx bench/voice.ts [--calls 1,2] [--turns 16] [--env KEY=VALUE ...]
 //   node --import tsx bench/voice.ts --calls 1 --turns 8 --noise pink:10 --env NOISE_REDUCTION=near_field   # a noisy room (bench/noise.ts)
+//   node --import tsx bench/voice.ts --calls 1 --turns 8 --echo 0.316:60   # a caller without echo cancellation
 //   node --import tsx bench/voice.ts --env VAD=webrtc --env VAD_SILENCE_MS=500 --env PREPARE_REPLY_AFTER_MS=0   # the pipeline before issue 14
 import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -25,8 +26,11 @@ const { values } = parseArgs({
     model: { type: 'string', default: 'parley-offline' },
     /** Each question said in a noisy room: `kind:snr` (pink, brown or babble; dB), with 1 s of the noise before it and 0.8 s after. */
     noise: { type: 'string' },
+    /** The caller's microphone hears the agent back: `gain:delayMs` (e.g. 0.316:60, 10 dB down; no echo cancellation). */
+    echo: { type: 'string' },
   },
 });
+const echo = values.echo ? { gain: Number(values.echo.split(':')[0]), delayMs: Number(values.echo.split(':')[1] ?? 60) } : undefined;
 const steps = values.calls!.split(',').map(Number);
 const turns = Number(values.turns);
 const env = Object.fromEntries(values.env!.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
@@ -76,7 +80,7 @@ const rows: string[] = [];
 let barge: number[] = [];
 try {
   for (const n of steps) {
-    const talkers = await Promise.all(Array.from({ length: n }, () => openTalker(server, values.model!)));
+    const talkers = await Promise.all(Array.from({ length: n }, () => openTalker(server, values.model!, echo ? { echo } : {})));
     const cpuStart = cpuSeconds(server.proc.pid!);
     const wallStart = performance.now();
     const results = await Promise.all(
@@ -116,7 +120,7 @@ try {
   await server.stop();
 }
 
-console.log(`\nvoice-to-voice, model ${values.model}${values.noise ? `, questions in ${noiseKind} noise at ${noiseSnr} dB SNR` : ''}, ${Object.keys(env).length ? `env ${JSON.stringify(env)}` : 'default settings'}, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}, ${new Date().toISOString()}\n`);
+console.log(`\nvoice-to-voice, model ${values.model}${values.noise ? `, questions in ${noiseKind} noise at ${noiseSnr} dB SNR` : ''}${echo ? `, the agent heard back ×${echo.gain} ${echo.delayMs} ms late` : ''}, ${Object.keys(env).length ? `env ${JSON.stringify(env)}` : 'default settings'}, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}, ${new Date().toISOString()}\n`);
 console.log('| talking calls | turns answered | at the caller p50 ms | p95 ms | end-of-turn wait | transcription | first token | first audio | server voice-to-voice | false ends of turn | server CPU % of a core |');
 console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const r of rows) console.log(r);
