@@ -496,7 +496,7 @@ export const settings = {
     parse: oneOf('silero', 'webrtc'),
   },
   NOISE_REDUCTION: {
-    doc: "Noise suppression (RNNoise, in-process WebAssembly) of the caller's turns before the recogniser hears them, for sessions that do not choose (OpenAI's audio.input.noise_reduction; null there turns it off): off, near_field (headsets, handsets) or far_field (laptops, rooms: also damps what RNNoise finds unvoiced). Off by default, as OpenAI's sessions; it costs ≈ 1.5 % of a core while the caller speaks (bench/noise.ts).",
+    doc: "Noise suppression (RNNoise, in-process WebAssembly) of the caller's turns before the recogniser hears them, for sessions that do not choose (OpenAI's audio.input.noise_reduction; null there turns it off): off, near_field (headsets, handsets) or far_field (laptops, rooms; the same model here). Off by default, as OpenAI's sessions; it costs ≈ 1.5 % of a core while the caller speaks (bench/noise.ts).",
     default: 'off',
     parse: oneOf('off', 'near_field', 'far_field'),
   },
