@@ -1,18 +1,16 @@
 // The voice agent: composes the stages — turn detection, streaming recognition, a reply model and
 // the speaker — into turns and replies. It owns what happens between them: when a turn becomes a
 // user item, when a reply starts, barge-in, playback events and the idle prompt. Each reply is a
-// Reply (reply.ts); the conversation belongs to the call. The caller's audio is cleaned before the
-// VAD and the recogniser hear it: noise suppression (the session's noise_reduction) and the echo
-// guard (the agent's own voice coming back while it speaks is not the caller).
+// Reply (reply.ts); the conversation belongs to the call. The caller's audio reaches the stages
+// through its Ears (ears.ts): the echo guard, and the session's noise suppression.
 import { newItemId, type MessageItem } from '../session/conversation.js';
 import type { StageTimings } from '../session/events.js';
 import type { Session } from '../session/session.js';
 import type { ReplyModel } from './llm/types.js';
-import { TurnSuppressor } from './noise/turnSuppressor.js';
+import { Ears } from './ears.js';
 import { Reply } from './reply.js';
 import type { VoiceStages } from './stages.js';
 import type { RecognitionStream } from './stt/types.js';
-import { EchoGuard } from './turn/echoGuard.js';
 import type { EndpointingOptions, TurnDetector } from './turn/types.js';
 import type { Agent, AgentContext, AgentFactory, Refusal, ResponseRequest } from './types.js';
 
@@ -64,14 +62,13 @@ export class VoiceAgent implements Agent {
   private closed = false;
   /** The call's context, its audio out watched by the echo guard. */
   private readonly ctx: AgentContext;
-  private readonly echo = new EchoGuard(INPUT_RATE);
-  private suppressor: TurnSuppressor | undefined;
+  private readonly ears = new Ears(INPUT_RATE);
 
   constructor(
     ctx: AgentContext,
     private readonly deps: VoiceAgentDeps,
   ) {
-    this.ctx = { ...ctx, audio: this.echo.watch(ctx.audio) };
+    this.ctx = { ...ctx, audio: this.ears.watch(ctx.audio) };
     this.session = ctx.session();
     this.setUpNoiseReduction();
     this.setUpTurnDetection();
@@ -80,24 +77,12 @@ export class VoiceAgent implements Agent {
 
   onAudio(frame: Int16Array): void {
     this.inputMs += (frame.length * 1000) / INPUT_RATE;
-    // The agent's own voice coming back is silence to the VAD and the recogniser.
-    const heard = this.echo.filter(frame);
-    this.suppressor?.heard(heard);
+    const heard = this.ears.hear(frame);
     if (this.detector) this.detector.push(heard);
     else if (this.session.turnDetection.type === 'none') {
       this.manual ??= this.startTurn();
-      this.manual.recognition.write(this.suppressed(heard));
+      this.manual.recognition.write(this.ears.forRecognizer(heard));
     }
-  }
-
-  /**
-   * What the recogniser hears: the caller's audio, noise-suppressed when the session asks. The VAD
-   * judges the audio as it came (Silero already ignores steady noise, and suppressed babble is
-   * cleaner speech to it: bench/noise.ts), so the suppressor runs on the turns' audio only, after a
-   * warm-up on the second before each (turnSuppressor.ts), not all call long.
-   */
-  private suppressed(pcm: Int16Array): Int16Array {
-    return this.suppressor ? this.suppressor.process(pcm) : pcm;
   }
 
   onSessionUpdate(session: Session): void {
@@ -110,12 +95,11 @@ export class VoiceAgent implements Agent {
 
   /** The session's noise suppression, started anew when its type changes (none: the audio as it came). */
   private setUpNoiseReduction(): void {
-    this.suppressor?.close();
-    this.suppressor = undefined;
+    this.ears.suppressWith(undefined);
     const type = this.session.noiseReduction;
     if (!type) return;
     try {
-      this.suppressor = new TurnSuppressor(this.deps.stages.noiseSuppressor(type), this.inputMs);
+      this.ears.suppressWith(this.deps.stages.noiseSuppressor(type));
     } catch (err) {
       // The call goes on with the audio as it came.
       this.ctx.emit({ type: 'stage.failed', stage: 'noise_reduction', code: 'noise_reduction_failed', message: `Noise suppression could not start: ${(err as Error).message}`, recoverable: true, cause: err as Error });
@@ -183,8 +167,7 @@ export class VoiceAgent implements Agent {
     for (const turn of [this.manual, this.turn]) turn?.recognition.abort();
     this.detector?.close();
     this.detector = undefined;
-    this.suppressor?.close();
-    this.suppressor = undefined;
+    this.ears.close();
   }
 
   private setUpTurnDetection(): void {
@@ -193,7 +176,7 @@ export class VoiceAgent implements Agent {
     if (this.session.turnDetection.type === 'none') return;
     this.detector = this.deps.stages.turnDetector(this.endpointing(), {
       speechStarted: (audioStartMs, preroll) => this.onSpeechStarted(audioStartMs, preroll),
-      speech: (pcm) => this.turn?.recognition.write(this.suppressed(pcm)),
+      speech: (pcm) => this.turn?.recognition.write(this.ears.forRecognizer(pcm)),
       speechPaused: () => this.onSpeechPaused(),
       speechResumed: () => this.onSpeechResumed(),
       speechStopped: (audioEndMs, speechEndMs) => {
@@ -227,8 +210,8 @@ export class VoiceAgent implements Agent {
     this.turn = this.startTurn();
     this.ctx.emit({ type: 'input.speech_started', itemId: this.turn.itemId, audioStartMs: Math.round(audioStartMs) });
     if (this.session.turnDetection.interruptResponse) this.interrupt();
-    this.suppressor?.turnStarts(audioStartMs);
-    this.turn.recognition.write(this.suppressed(preroll));
+    this.ears.turnStarts(audioStartMs);
+    this.turn.recognition.write(this.ears.forRecognizer(preroll));
   }
 
   /**
