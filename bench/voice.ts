@@ -5,11 +5,15 @@
 // The questions are bench/lib/sentences.ts, pauses included, in turn.
 //
 //   node --import tsx bench/voice.ts [--calls 1,2] [--turns 16] [--env KEY=VALUE ...]
+//   node --import tsx bench/voice.ts --calls 1 --turns 8 --noise pink:10 --env NOISE_REDUCTION=near_field   # a noisy room (bench/noise.ts)
+//   node --import tsx bench/voice.ts --calls 1 --turns 8 --echo 0.316:60   # a caller without echo cancellation
 //   node --import tsx bench/voice.ts --env VAD=webrtc --env VAD_SILENCE_MS=500 --env PREPARE_REPLY_AFTER_MS=0   # the pipeline before issue 14
 import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { startServer, NO_CALL_LIMITS } from '../test/helpers/server.ts';
+import { mix, noiseFor, noiseOf, type NoiseKind } from '../test/helpers/noise.ts';
+import { concat } from '../test/helpers/pcm.ts';
 import { speak } from '../test/helpers/speech.ts';
 import { SENTENCES } from './lib/sentences.ts';
 import { cpuSeconds, mean, openTalker, percentile, type Talker } from './lib/talker.ts';
@@ -20,12 +24,26 @@ const { values } = parseArgs({
     turns: { type: 'string', default: '16' },
     env: { type: 'string', multiple: true, default: [] },
     model: { type: 'string', default: 'parley-offline' },
+    /** Each question said in a noisy room: `kind:snr` (pink, brown or babble; dB), with 1 s of the noise before it and 0.8 s after. */
+    noise: { type: 'string' },
+    /** The caller's microphone hears the agent back: `gain:delayMs` (e.g. 0.316:60, 10 dB down; no echo cancellation). */
+    echo: { type: 'string' },
   },
 });
+const echo = values.echo ? { gain: Number(values.echo.split(':')[0]), delayMs: Number(values.echo.split(':')[1] ?? 60) } : undefined;
 const steps = values.calls!.split(',').map(Number);
 const turns = Number(values.turns);
 const env = Object.fromEntries(values.env!.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-const questions = SENTENCES.map((text) => speak(text));
+const [noiseKind, noiseSnr] = (values.noise ?? '').split(':') as [NoiseKind | '', string | undefined];
+/** The questions, and where each one's speech ends (in the clip). */
+const clips = SENTENCES.map((text) => {
+  const clean = speak(text);
+  let end = clean.length;
+  while (end > 0 && Math.abs(clean[end - 1]!) < 500) end--;
+  if (!noiseKind) return { pcm: clean, end };
+  const padded = concat(new Int16Array(48_000), clean, new Int16Array(38_400));
+  return { pcm: mix(padded, noiseFor(clean, noiseOf(noiseKind, padded.length / 48), Number(noiseSnr))), end: 48_000 + end };
+});
 
 /** Barge-in: while a long typed reply plays, the caller says "stop"; until the agent's audio stops at the caller. */
 async function bargeIn(talker: Talker): Promise<number[]> {
@@ -62,7 +80,7 @@ const rows: string[] = [];
 let barge: number[] = [];
 try {
   for (const n of steps) {
-    const talkers = await Promise.all(Array.from({ length: n }, () => openTalker(server, values.model!)));
+    const talkers = await Promise.all(Array.from({ length: n }, () => openTalker(server, values.model!, echo ? { echo } : {})));
     const cpuStart = cpuSeconds(server.proc.pid!);
     const wallStart = performance.now();
     const results = await Promise.all(
@@ -73,7 +91,8 @@ try {
         let falseEnds = 0;
         for (let k = 0; k < turns; k++) {
           const from = t.client.events.length;
-          const r = await t.turn(questions[(k + i) % questions.length]!);
+          const clip = clips[(k + i) % clips.length]!;
+          const r = await t.turn(clip.pcm, clip.end);
           // More than one end of turn before the reply: the question was cut.
           const replyAt = t.client.events.findIndex((e, j) => j >= from && e.type === 'response.audio.started');
           const ends = t.client.events.slice(from, replyAt < 0 ? undefined : replyAt).filter((e) => e.type === 'input_audio_buffer.speech_stopped').length;
@@ -101,7 +120,7 @@ try {
   await server.stop();
 }
 
-console.log(`\nvoice-to-voice, model ${values.model}, ${Object.keys(env).length ? `env ${JSON.stringify(env)}` : 'default settings'}, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}, ${new Date().toISOString()}\n`);
+console.log(`\nvoice-to-voice, model ${values.model}${values.noise ? `, questions in ${noiseKind} noise at ${noiseSnr} dB SNR` : ''}${echo ? `, the agent heard back ×${echo.gain} ${echo.delayMs} ms late` : ''}, ${Object.keys(env).length ? `env ${JSON.stringify(env)}` : 'default settings'}, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}, ${new Date().toISOString()}\n`);
 console.log('| talking calls | turns answered | at the caller p50 ms | p95 ms | end-of-turn wait | transcription | first token | first audio | server voice-to-voice | false ends of turn | server CPU % of a core |');
 console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const r of rows) console.log(r);

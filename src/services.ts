@@ -128,7 +128,10 @@ export interface Services extends Store {
 }
 
 function sessionDefaultsOf(config: Config): SessionDefaults {
-  return { turnDetection: { type: 'server_vad', ...endpointingDefaults(config), idleTimeoutMs: null, createResponse: true, interruptResponse: true } };
+  return {
+    turnDetection: { type: 'server_vad', ...endpointingDefaults(config), idleTimeoutMs: null, createResponse: true, interruptResponse: true },
+    noiseReduction: config.NOISE_REDUCTION === 'off' ? null : config.NOISE_REDUCTION,
+  };
 }
 
 export interface NodeRole {

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import wrtc from '@roamhq/wrtc';
 import { openCall, type RtcClient } from '../../test/helpers/rtcClient.ts';
 import { mintToken, type RunningServer } from '../../test/helpers/server.ts';
-import { attachMicrophone } from '../../test/helpers/speech.ts';
+import { attachRoomMicrophone, type RoomOptions } from '../../test/helpers/room.ts';
 
 export const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 export const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
@@ -23,19 +23,21 @@ export interface TurnResult {
 
 export interface Talker {
   client: RtcClient;
-  mic: Awaited<ReturnType<typeof attachMicrophone>>;
+  mic: { say(pcm: Int16Array): Promise<void>; stop(): void };
   /** Times (performance.now) at which loud agent audio arrived, since the last reset. */
   loudTimes: number[];
-  turn(question: Int16Array): Promise<TurnResult | undefined>;
+  /** Says the question; `speechEnd`: the sample its speech ends at (else where the clip is last loud). */
+  turn(question: Int16Array, speechEnd?: number): Promise<TurnResult | undefined>;
   close(): void;
 }
 
-export async function openTalker(server: RunningServer, model: string): Promise<Talker> {
+/** `room`: the caller's microphone hears that room (noise, the agent's echo); default a quiet one. */
+export async function openTalker(server: RunningServer, model: string, room: RoomOptions = {}): Promise<Talker> {
   const token = await mintToken(server.baseUrl, server.devKey);
   const client = await openCall(server.baseUrl, token, { params: { model } });
   await client.waitConnected();
   await client.nextEvent('session.created');
-  const mic = await attachMicrophone(client);
+  const mic = await attachRoomMicrophone(client, room);
   const transceiver = client.pc.getTransceivers().find((t: any) => t.receiver.track.kind === 'audio');
   const sink = new (wrtc as any).nonstandard.RTCAudioSink(transceiver.receiver.track);
   const loudTimes: number[] = [];
@@ -54,13 +56,14 @@ export async function openTalker(server: RunningServer, model: string): Promise<
     client,
     mic,
     loudTimes,
-    async turn(question) {
+    async turn(question, speechEnd) {
       const from = client.events.length;
       firstLoudAt = undefined;
       await mic.say(question);
       // The clip ends in silence: the caller's speech ended where it was last loud.
       let tail = question.length;
-      while (tail > 0 && Math.abs(question[tail - 1]!) < 500) tail--;
+      if (speechEnd !== undefined) tail = speechEnd;
+      else while (tail > 0 && Math.abs(question[tail - 1]!) < 500) tail--;
       const speechEnded = performance.now() - (question.length - tail) / 48;
       listeningSince = speechEnded;
       const deadline = Date.now() + 15_000;

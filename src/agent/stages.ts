@@ -1,7 +1,10 @@
 // The stages a voice agent is composed of, shared by every call of the process and chosen by name in
 // configuration (providers.ts): turn detection, speech recognition, the speaker (text deltas →
 // audio). Reply models are chosen per call (by the session's model).
+import type { NoiseReduction } from '../session/session.js';
 import type { EngineHealth } from './health.js';
+import { preloadRnnoise } from './noise/rnnoise.js';
+import { createNoiseSuppressor, type NoiseSuppressor } from './noise/suppressor.js';
 import { createRecognizer, createSpeechEngine, createVadProvider, type StageConfig } from './providers.js';
 import type { Recognizer } from './stt/types.js';
 import { Speaker } from './tts/speaker.js';
@@ -18,6 +21,8 @@ export interface SpeakerStream extends AsyncIterable<SpokenChunk> {
 export interface VoiceStages {
   /** A turn detector for one call. */
   turnDetector(options: EndpointingOptions, listener: TurnListener): TurnDetector;
+  /** A noise suppressor for one call's 16 kHz input (throws when its engine cannot run here). */
+  noiseSuppressor(type: NoiseReduction): NoiseSuppressor;
   recognizer: Recognizer;
   /** A speaker for one reply, in a catalogue voice, stopped by the signal. */
   speaker(voice: string, signal: AbortSignal): SpeakerStream;
@@ -34,6 +39,11 @@ export function createVoiceStages(config: StageConfig): VoiceStages {
   // Loading the VAD's model holds the event loop for a few hundred ms: at start, not during a call
   // (a failure is reported to the first call that needs it).
   vad.create().then((v) => v.close(), () => {});
+  // The noise suppressor's module too (a few ms; sessions may ask for it whatever the default): a
+  // failure is reported to the first call that asks for it.
+  try {
+    preloadRnnoise();
+  } catch {}
   return {
     turnDetector(options, listener) {
       // The VAD loads asynchronously; the caller's first frames before it is ready are not judged.
@@ -57,6 +67,7 @@ export function createVoiceStages(config: StageConfig): VoiceStages {
         },
       };
     },
+    noiseSuppressor: createNoiseSuppressor,
     recognizer,
     speaker: (voice, signal) => new Speaker(engine, { voice, signal }),
     health: () => ({ stt: recognizer.health(), tts: engine.health() }),

@@ -1,11 +1,13 @@
 // The voice agent: composes the stages — turn detection, streaming recognition, a reply model and
 // the speaker — into turns and replies. It owns what happens between them: when a turn becomes a
 // user item, when a reply starts, barge-in, playback events and the idle prompt. Each reply is a
-// Reply (reply.ts); the conversation belongs to the call.
+// Reply (reply.ts); the conversation belongs to the call. The caller's audio reaches the stages
+// through its Ears (ears.ts): the echo guard, and the session's noise suppression.
 import { newItemId, type MessageItem } from '../session/conversation.js';
 import type { StageTimings } from '../session/events.js';
 import type { Session } from '../session/session.js';
 import type { ReplyModel } from './llm/types.js';
+import { Ears } from './ears.js';
 import { Reply } from './reply.js';
 import type { VoiceStages } from './stages.js';
 import type { RecognitionStream } from './stt/types.js';
@@ -58,30 +60,50 @@ export class VoiceAgent implements Agent {
   private idleTimer: NodeJS.Timeout | undefined;
   private readonly unsubscribeDrained: () => void;
   private closed = false;
+  /** The call's context, its audio out watched by the echo guard. */
+  private readonly ctx: AgentContext;
+  private readonly ears = new Ears(INPUT_RATE);
 
   constructor(
-    private readonly ctx: AgentContext,
+    ctx: AgentContext,
     private readonly deps: VoiceAgentDeps,
   ) {
+    this.ctx = { ...ctx, audio: this.ears.watch(ctx.audio) };
     this.session = ctx.session();
+    this.setUpNoiseReduction();
     this.setUpTurnDetection();
     this.unsubscribeDrained = ctx.audio.onDrained(() => this.checkPlaybackEnded());
   }
 
   onAudio(frame: Int16Array): void {
     this.inputMs += (frame.length * 1000) / INPUT_RATE;
-    if (this.detector) this.detector.push(frame);
+    const heard = this.ears.hear(frame);
+    if (this.detector) this.detector.push(heard);
     else if (this.session.turnDetection.type === 'none') {
       this.manual ??= this.startTurn();
-      this.manual.recognition.write(frame);
+      this.manual.recognition.write(this.ears.forRecognizer(heard));
     }
   }
 
   onSessionUpdate(session: Session): void {
-    const before = this.session.turnDetection.type;
+    const before = this.session;
     this.session = session;
-    if ((before === 'none') !== (session.turnDetection.type === 'none')) this.setUpTurnDetection();
+    if (before.noiseReduction !== session.noiseReduction) this.setUpNoiseReduction();
+    if ((before.turnDetection.type === 'none') !== (session.turnDetection.type === 'none')) this.setUpTurnDetection();
     else this.detector?.configure(this.endpointing());
+  }
+
+  /** The session's noise suppression, started anew when its type changes (none: the audio as it came). */
+  private setUpNoiseReduction(): void {
+    this.ears.suppressWith(undefined);
+    const type = this.session.noiseReduction;
+    if (!type) return;
+    try {
+      this.ears.suppressWith(this.deps.stages.noiseSuppressor(type));
+    } catch (err) {
+      // The call goes on with the audio as it came.
+      this.ctx.emit({ type: 'stage.failed', stage: 'noise_reduction', code: 'noise_reduction_failed', message: `Noise suppression could not start: ${(err as Error).message}`, recoverable: true, cause: err as Error });
+    }
   }
 
   private endpointing(): EndpointingOptions {
@@ -145,6 +167,7 @@ export class VoiceAgent implements Agent {
     for (const turn of [this.manual, this.turn]) turn?.recognition.abort();
     this.detector?.close();
     this.detector = undefined;
+    this.ears.close();
   }
 
   private setUpTurnDetection(): void {
@@ -153,7 +176,7 @@ export class VoiceAgent implements Agent {
     if (this.session.turnDetection.type === 'none') return;
     this.detector = this.deps.stages.turnDetector(this.endpointing(), {
       speechStarted: (audioStartMs, preroll) => this.onSpeechStarted(audioStartMs, preroll),
-      speech: (pcm) => this.turn?.recognition.write(pcm),
+      speech: (pcm) => this.turn?.recognition.write(this.ears.forRecognizer(pcm)),
       speechPaused: () => this.onSpeechPaused(),
       speechResumed: () => this.onSpeechResumed(),
       speechStopped: (audioEndMs, speechEndMs) => {
@@ -187,7 +210,8 @@ export class VoiceAgent implements Agent {
     this.turn = this.startTurn();
     this.ctx.emit({ type: 'input.speech_started', itemId: this.turn.itemId, audioStartMs: Math.round(audioStartMs) });
     if (this.session.turnDetection.interruptResponse) this.interrupt();
-    this.turn.recognition.write(preroll);
+    this.ears.turnStarts(audioStartMs);
+    this.turn.recognition.write(this.ears.forRecognizer(preroll));
   }
 
   /**

@@ -3,6 +3,7 @@
 // callRecord.ts).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Metrics } from '../observability/metrics.js';
+import type { Session } from '../session/session.js';
 import type { CallObserver } from './call.js';
 import type { CallFigures } from './callFigures.js';
 
@@ -19,12 +20,27 @@ export function callLog(log: FastifyBaseLogger): CallObserver {
   };
 }
 
+/** One call's metrics (one observer per call). */
 export function callMetrics(metrics: Metrics): CallObserver {
+  /** The noise suppression this call is counted under while connected. */
+  let suppression: string | undefined;
+  const countSuppression = (session: Session | undefined) => {
+    if (suppression !== undefined) metrics.noiseReductionCalls.dec({ type: suppression });
+    suppression = session ? (session.noiseReduction ?? 'off') : undefined;
+    if (suppression !== undefined) metrics.noiseReductionCalls.inc({ type: suppression });
+  };
   return {
+    connected: (call) => {
+      if (suppression === undefined) countSuppression(call.session());
+    },
+    sessionChanged: (_call, session) => {
+      if (suppression !== undefined) countSuppression(session);
+    },
     event: (_call, event) => {
       if (event.type === 'stage.failed') metrics.stageFailures.inc({ stage: event.stage });
     },
     ended: (call) => {
+      countSuppression(undefined);
       const transport = call.transportKind;
       metrics.callsEnded.inc({ state: call.state, reason: call.endReason ?? 'unknown', transport });
       observeFigures(metrics, transport, call.figures());

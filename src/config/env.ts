@@ -505,6 +505,11 @@ export const settings = {
     default: 'silero',
     parse: oneOf('silero', 'webrtc'),
   },
+  NOISE_REDUCTION: {
+    doc: "Noise suppression (RNNoise, in-process WebAssembly) of the caller's turns before the recogniser hears them, for sessions that do not choose (OpenAI's audio.input.noise_reduction; null there turns it off): off, near_field (headsets, handsets) or far_field (laptops, rooms; the same model here). Off by default, as OpenAI's sessions; it costs ≈ 1.5 % of a core while the caller speaks (bench/noise.ts).",
+    default: 'off',
+    parse: oneOf('off', 'near_field', 'far_field'),
+  },
   VAD_THRESHOLD: { doc: "Speech probability (0–1) at or above which the caller's audio is speech; a session's turn_detection.threshold overrides it.", default: '0.5', parse: num(0.01, 0.99) },
   VAD_PREFIX_PADDING_MS: { doc: "Audio from before the caller's speech onset handed to the recogniser with it (turn_detection.prefix_padding_ms).", default: '300', parse: int(0, 2000) },
   VAD_SILENCE_MS: {

@@ -123,6 +123,12 @@ export class Metrics {
     labelNames: ['direction', 'transport'] as const,
     registers: [this.registry],
   });
+  readonly noiseReductionCalls = new Gauge({
+    name: 'parley_noise_reduction_calls',
+    help: "Connected calls by the noise suppression their session runs now (type: near_field, far_field, off)",
+    labelNames: ['type'] as const,
+    registers: [this.registry],
+  });
   readonly callModelTokens = new Counter({
     name: 'parley_call_model_tokens_total',
     help: "Model tokens of ended calls' replies, by kind (input, output)",
@@ -135,6 +141,7 @@ export class Metrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'parley_' });
+    for (const type of ['near_field', 'far_field', 'off']) this.noiseReductionCalls.set({ type }, 0);
   }
 
   /** The exposition text: this process's, or under PARLEY_WORKERS every worker's summed unless `thisWorkerOnly`. */

@@ -25,7 +25,7 @@ export type StageTimings = Partial<
 export type ErrorKind = 'invalid_request_error' | 'server_error';
 
 /** Where in the call something failed on the server. */
-export type FailedStage = 'vad' | 'stt' | 'llm' | 'tts' | 'media';
+export type FailedStage = 'vad' | 'noise_reduction' | 'stt' | 'llm' | 'tts' | 'media';
 
 export type CallEvent =
   // The caller's audio turn.

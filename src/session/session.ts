@@ -37,6 +37,8 @@ export interface Session {
   /** Keep the conversation's turns in the store. */
   history: boolean;
   turnDetection: TurnDetection;
+  /** Noise suppression of the caller's audio before turn detection and recognition (OpenAI `noise_reduction`); null: none. */
+  noiseReduction: NoiseReduction | null;
   tools: ToolDefinition[];
   toolChoice: ToolChoice;
   /** Upper bound on a reply's tokens (null: no bound). */
@@ -46,12 +48,17 @@ export interface Session {
   outputAudio?: AudioEncoding;
 }
 
+/** OpenAI's noise_reduction types: a headset or handset microphone, or a laptop's or room's. */
+export type NoiseReduction = 'near_field' | 'far_field';
+
 /** Audio inside events: 16-bit little-endian PCM at 24 kHz, or G.711 μ-law / A-law at 8 kHz (OpenAI's audio/pcm, pcmu, pcma). */
 export type AudioEncoding = 'pcm16' | 'pcmu' | 'pcma';
 
 /** Defaults that come from the operator's configuration. */
 export interface SessionDefaults {
   turnDetection: TurnDetection;
+  /** NOISE_REDUCTION: what a session starts with (unset: none). */
+  noiseReduction?: NoiseReduction | null;
 }
 
 export function defaultSession(defaults: SessionDefaults): Session {
@@ -65,6 +72,7 @@ export function defaultSession(defaults: SessionDefaults): Session {
     transcribeInput: false,
     history: true,
     turnDetection: { ...defaults.turnDetection },
+    noiseReduction: defaults.noiseReduction ?? null,
     tools: [],
     toolChoice: 'auto',
     maxOutputTokens: null,

@@ -62,3 +62,25 @@ test('problems name the parameter the way OpenAI does', () => {
     assert.ok(r.problem.message.includes(param));
   }
 });
+
+test('noise_reduction: near_field / far_field turn suppression on, null off, a wrong type is refused; the beta dialect too', async () => {
+  const on = applyOpenAiSession(base, { audio: { input: { noise_reduction: { type: 'far_field' } } } }, vad);
+  assert.ok(on.ok);
+  assert.equal(on.session.noiseReduction, 'far_field');
+  assert.deepEqual(openAiSessionObject(on.session, 'sess_1').audio.input.noise_reduction, { type: 'far_field' });
+  const kept = applyOpenAiSession(on.session, { instructions: 'x' }, vad);
+  assert.ok(kept.ok);
+  assert.equal(kept.session.noiseReduction, 'far_field', 'a session.update without it keeps it');
+  const off = applyOpenAiSession(on.session, { audio: { input: { noise_reduction: null } } }, vad);
+  assert.ok(off.ok);
+  assert.equal(off.session.noiseReduction, null);
+  assert.equal(openAiSessionObject(off.session, 'sess_1').audio.input.noise_reduction, null);
+  const bad = applyOpenAiSession(base, { audio: { input: { noise_reduction: { type: 'studio' } } } }, vad);
+  assert.ok(!bad.ok);
+  assert.match(bad.problem.param, /^session\.audio\.input\.noise_reduction/);
+  const { fromBeta, toBeta } = await import('../../src/calls/protocol/openaiBeta.ts');
+  const ga = fromBeta({ type: 'session.update', session: { input_audio_noise_reduction: { type: 'near_field' } } });
+  assert.deepEqual(ga.session.audio.input.noise_reduction, { type: 'near_field' });
+  const beta = toBeta({ type: 'session.updated', session: openAiSessionObject(on.session, 'sess_1') });
+  assert.deepEqual(beta?.session.input_audio_noise_reduction, { type: 'far_field' });
+});

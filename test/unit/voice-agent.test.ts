@@ -17,6 +17,9 @@ function fakeStages(transcripts: string[]) {
       listener = l;
       return { push: () => {}, configure: () => {}, reset: () => {}, close: () => {} };
     },
+    noiseSuppressor: () => {
+      throw new Error('not in these tests');
+    },
     recognizer: {
       name: 'fake',
       start(): RecognitionStream {
@@ -159,5 +162,35 @@ describe('VoiceAgent', () => {
     assert.deepEqual(t.model.requests[1]!.messages, [{ role: 'user', content: 'my name is Alice' }]);
     assert.equal(t.types().filter((x) => x === 'response.created').length, 1, 'the dropped reply was never seen');
     assert.equal(t.recognitions.length, 2, 'the part after the pause had a recognition of its own');
+  });
+  test('noise_reduction: the recogniser hears the turns suppressed; session.update changes or stops the suppressor; one that cannot start is a recoverable failure', async () => {
+    const f = fakeContext({ noiseReduction: 'near_field' });
+    const s = fakeStages(['hello']);
+    const made: { type: string; processed: number; closed: boolean }[] = [];
+    s.stages.noiseSuppressor = (type) => {
+      const m = { type: type as string, processed: 0, closed: false };
+      made.push(m);
+      return { type, process: (pcm) => ((m.processed += pcm.length), pcm), close: () => void (m.closed = true) };
+    };
+    const a = new VoiceAgent(f.ctx, { stages: s.stages, modelFor: () => scriptedModel([]) });
+    assert.deepEqual(made.map((m) => m.type), ['near_field']);
+    for (let i = 0; i < 100; i++) a.onAudio(new Int16Array(320));
+    assert.equal(made[0]!.processed, 0, 'outside a turn the suppressor does not run');
+    // A turn whose audio starts 1.7 s into the call: the second before it warms the suppressor up, unheard.
+    s.caller().speechStarted(1700, new Int16Array(160));
+    s.caller().speech(new Int16Array(320));
+    assert.equal(made[0]!.processed, 16_000 + 480, "the warm-up, then the turn's prefix padding and speech");
+    assert.equal(s.recognitions[0]!.written, 480);
+    a.onSessionUpdate({ ...f.session, noiseReduction: 'far_field' });
+    assert.deepEqual(made.map((m) => [m.type, m.closed]), [['near_field', true], ['far_field', false]]);
+    a.onSessionUpdate({ ...f.session, noiseReduction: null });
+    assert.deepEqual(made.map((m) => m.closed), [true, true]);
+    s.stages.noiseSuppressor = () => {
+      throw new Error('no WebAssembly here');
+    };
+    a.onSessionUpdate({ ...f.session, noiseReduction: 'near_field' });
+    const failed = f.events.find((e) => e.type === 'stage.failed');
+    assert.deepEqual(failed && [failed.stage, failed.code, failed.recoverable], ['noise_reduction', 'noise_reduction_failed', true]);
+    a.close();
   });
 });

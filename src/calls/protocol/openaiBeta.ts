@@ -43,6 +43,7 @@ function betaSession(s: Json): Json {
     input_audio_format: BETA_FORMAT[input.format?.type] ?? 'pcm16',
     output_audio_format: BETA_FORMAT[output.format?.type] ?? 'pcm16',
     input_audio_transcription: input.transcription ?? null,
+    input_audio_noise_reduction: input.noise_reduction ?? null,
     turn_detection: input.turn_detection ?? null,
     tools: s.tools,
     tool_choice: s.tool_choice,
@@ -81,6 +82,7 @@ function gaSession(s: Json): Json {
     format: s.input_audio_format !== undefined ? (GA_FORMAT[s.input_audio_format] ?? s.input_audio_format) : undefined,
     transcription: s.input_audio_transcription,
     turn_detection: s.turn_detection,
+    noise_reduction: s.input_audio_noise_reduction,
   });
   const output = defined({ format: s.output_audio_format !== undefined ? (GA_FORMAT[s.output_audio_format] ?? s.output_audio_format) : undefined, voice: s.voice });
   const audio = defined({ input: Object.keys(input).length ? input : undefined, output: Object.keys(output).length ? output : undefined });

@@ -1,7 +1,7 @@
 // OpenAI's Realtime (GA) session object: read into Parley's Session (client_secrets, the calls
 // request's `session` part, `session.update`) and written out of it (`session.created`/`.updated`,
-// the client_secrets answer). Fields Parley has no use for (noise reduction, tracing, prompts) are
-// accepted and left alone; the audio formats apply to audio inside events (WebSocket sessions):
+// the client_secrets answer). Fields Parley has no use for (tracing, prompts) are accepted and left
+// alone; the audio formats apply to audio inside events (WebSocket sessions):
 // WebRTC carries Opus whatever they say.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
@@ -38,6 +38,9 @@ const AudioFormat = Type.Union([
 const ENCODING_OF = { 'audio/pcm': 'pcm16', 'audio/pcmu': 'pcmu', 'audio/pcma': 'pcma' } as const;
 const FORMAT_OF = { pcm16: { type: 'audio/pcm', rate: 24000 }, pcmu: { type: 'audio/pcmu' }, pcma: { type: 'audio/pcma' } } as const;
 
+/** OpenAI's noise_reduction: `near_field` (headsets) or `far_field` (laptops, rooms); null turns it off. */
+const NoiseReductionSchema = Type.Object({ type: Type.Union([Type.Literal('near_field'), Type.Literal('far_field')]) });
+
 const FunctionTool = Type.Object({
   type: Type.Literal('function'),
   name: Type.String({ minLength: 1, maxLength: 128 }),
@@ -64,6 +67,7 @@ export const OpenAiSessionSchema = Type.Object({
           format: Type.Optional(AudioFormat),
           transcription: Type.Optional(Type.Union([Type.Null(), Type.Object({ model: Type.Optional(Type.String()) })])),
           turn_detection: Type.Optional(Type.Union([Type.Null(), ServerVad, SemanticVad])),
+          noise_reduction: Type.Optional(Type.Union([Type.Null(), NoiseReductionSchema])),
         }),
       ),
       output: Type.Optional(
@@ -142,6 +146,7 @@ export function applyOpenAiSession(current: Session, input: unknown, defaults: T
   const input_ = s.audio?.input;
   if (input_?.transcription !== undefined) next.transcribeInput = input_.transcription !== null;
   if (input_?.turn_detection !== undefined) next.turnDetection = turnDetectionOf(input_.turn_detection, defaults);
+  if (input_?.noise_reduction !== undefined) next.noiseReduction = input_.noise_reduction?.type ?? null;
   if (s.tools) {
     next.tools = s.tools
       .filter((t): t is Static<typeof FunctionTool> => t.type === 'function' && 'name' in t)
@@ -195,7 +200,7 @@ export function openAiSessionObject(session: Session, id: string) {
       input: {
         format: FORMAT_OF[session.inputAudio ?? 'pcm16'],
         transcription: session.transcribeInput ? { model: 'parley' } : null,
-        noise_reduction: null,
+        noise_reduction: session.noiseReduction ? { type: session.noiseReduction } : null,
         turn_detection:
           td.type === 'none'
             ? null

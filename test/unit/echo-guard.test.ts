@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { EchoGuard } from '../../src/agent/turn/echoGuard.ts';
+import { FakeAudioOut } from '../helpers/agentFakes.ts';
+import { rms } from '../helpers/pcm.ts';
+import { speak } from '../helpers/speech.ts';
+
+const reply = speak('Here is a rather long answer to your question, with several clauses in it, so that it takes a while to say.');
+const caller = speak('stop please stop', 16_000);
+
+/**
+ * The agent says `reply` while the caller's microphone hears it back `gain` times as loud, `delayMs`
+ * late (48 kHz → 16 kHz), plus `words` from `atMs` on: the 20 ms frames that reach the VAD.
+ */
+function call(opts: { gain: number; delayMs: number; words?: Int16Array; atMs?: number; durationMs?: number }) {
+  const out = new FakeAudioOut();
+  const guard = new EchoGuard(16_000);
+  guard.watch(out).write(reply);
+  const heard: Int16Array[] = [];
+  const durationMs = opts.durationMs ?? 4000;
+  for (let t = 0; t < durationMs; t += 20) {
+    out.play(20);
+    const frame = new Int16Array(320);
+    for (let i = 0; i < 320; i++) {
+      const at48 = Math.round((t - opts.delayMs) * 48 + i * 3);
+      const echo = at48 >= 0 && at48 < reply.length ? reply[at48]! * opts.gain : 0;
+      const w = opts.words && opts.atMs !== undefined ? (opts.words[(t - opts.atMs) * 16 + i] ?? 0) : 0;
+      frame[i] = Math.max(-32768, Math.min(32767, Math.round(echo + w)));
+    }
+    heard.push(guard.filter(frame));
+  }
+  return { heard, guard, level: (fromMs: number, toMs: number) => rms(concat(heard.slice(fromMs / 20, toMs / 20))) };
+}
+
+function concat(parts: Int16Array[]): Int16Array {
+  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+  parts.reduce((at, p) => (out.set(p, at), at + p.length), 0);
+  return out;
+}
+
+test('the agent heard back 10 dB down and 40-120 ms late is damped before the VAD', () => {
+  for (const delayMs of [40, 80, 120]) {
+    const { level, guard } = call({ gain: 0.316, delayMs });
+    const echoLevel = rms(reply) * 0.316;
+    // After the first half second (the coupling is learned), what is left is well under the echo.
+    assert.ok(level(500, 3500) < echoLevel / 4, `${delayMs} ms: ${level(500, 3500).toFixed(0)} left of ${echoLevel.toFixed(0)}`);
+    assert.ok(guard.stats().dampedFrames > 100);
+  }
+});
+
+test('the caller speaking over the echo passes untouched', () => {
+  const { heard } = call({ gain: 0.316, delayMs: 80, words: caller, atMs: 1500 });
+  // Each 20 ms of the caller's words clearly louder than the echo (≈ 3,000 RMS at its loudest)
+  // reaches the VAD as it was (their quieter start, the "s", is taken for echo).
+  const caller20 = (k: number) => caller.subarray(k * 320, k * 320 + 320);
+  const frames = heard.slice(1500 / 20, (1500 + caller.length / 16) / 20);
+  const loud = frames.map((f, k) => ({ f, k })).filter(({ k }) => rms(caller20(k)) > 4000);
+  const passed = loud.filter(({ f, k }) => rms(f) > rms(caller20(k)) / 2);
+  assert.ok(loud.length > 10);
+  assert.equal(passed.length, loud.length, `${passed.length} of ${loud.length} loud frames of the caller passed`);
+});
+
+test('a client with its own echo cancellation loses nothing: a quiet "stop" passes', () => {
+  // 12 dB under the agent, once the guard has heard half a second of the reply come back as nothing.
+  const quiet = caller.map((x) => Math.round(x / 4));
+  const { heard } = call({ gain: 0, delayMs: 80, words: quiet, atMs: 1000 });
+  const span = concat(heard.slice(1000 / 20, (1000 + quiet.length / 16) / 20));
+  assert.ok(rms(span) > rms(quiet) * 0.95, `${rms(span).toFixed(0)} of ${rms(quiet).toFixed(0)}`);
+});
+
+test('with nothing playing the guard does nothing', () => {
+  const guard = new EchoGuard(16_000);
+  guard.watch(new FakeAudioOut());
+  const frame = caller.subarray(16_000, 16_320);
+  assert.equal(guard.filter(frame), frame);
+});
+
+test('once the agent has stopped and its echo died away, the guard lets go', () => {
+  // The reply lasts about 6.5 s; a quiet "stop" 1.5 s after it.
+  const atMs = reply.length / 48 + 1500;
+  const quiet = caller.map((x) => Math.round(x / 8));
+  const { heard } = call({ gain: 0.316, delayMs: 80, words: quiet, atMs, durationMs: atMs + 2000 });
+  const span = concat(heard.slice(atMs / 20, (atMs + quiet.length / 16) / 20));
+  assert.ok(rms(span) > rms(quiet) * 0.95, `${rms(span).toFixed(0)} of ${rms(quiet).toFixed(0)}`);
+});
+
+test('audio handed over at once (a WebSocket: nothing queued) is taken as played in real time', () => {
+  const guard = new EchoGuard(16_000);
+  // An output whose queue is always empty, as the WebSocket transport's.
+  const out = { write: () => {}, clear: () => 0, queuedMs: 0, onDrained: () => () => {} };
+  guard.watch(out).write(reply);
+  let left = 0;
+  for (let t = 0; t < 4000; t += 20) {
+    const frame = new Int16Array(320);
+    for (let i = 0; i < 320; i++) frame[i] = Math.round((reply[Math.round((t - 80) * 48 + i * 3)] ?? 0) * 0.316);
+    const g = guard.filter(frame);
+    if (t >= 600) left += rms(g);
+  }
+  assert.equal(left, 0, 'the echo, 3.4 s of it after the first half second, was all silenced');
+});
