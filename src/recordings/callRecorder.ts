@@ -60,9 +60,7 @@ export class CallRecorder {
         this.callerRate = rate;
         this.toRecordingRate = frameConverter(rate, SAMPLE_RATE);
       }
-      const pcm = this.toRecordingRate(frame);
-      const now = this.now();
-      this.timeline.place(0, pcm, now - pcm.length, now);
+      this.timeline.placeArrived(0, this.toRecordingRate(frame), this.now());
     });
   }
 

@@ -3,7 +3,9 @@
 // pieces, late or early: a piece continues its channel where it left off unless the channel fell
 // behind the clock by more than the slack (a pause, a lost stretch), in which case silence fills the
 // gap; a channel with nothing for a frame is silent there. A channel's first piece is placed at its
-// time. Both stay aligned with wall time.
+// time. Both stay aligned with wall time. Audio that arrived (the caller's) cannot have started
+// after it arrived: a channel found ahead of that holds silence put in for a burst that was only
+// late (the event loop stalled), and that silence is taken out again.
 import { FRAME_SAMPLES } from '../media/audio/format.js';
 
 export interface TimelineLimits {
@@ -18,6 +20,8 @@ export interface TimelineLimits {
 /** One channel's audio not taken yet: pieces from sample `taken` up to sample `end`. */
 class ChannelQueue {
   private pieces: Int16Array[] = [];
+  /** The pieces that are silence filling a gap (they may be shortened again). */
+  private readonly gaps = new WeakSet<Int16Array>();
   /** Samples of the first piece already taken. */
   private offset = 0;
   /** The sample after the channel's last one. */
@@ -28,6 +32,30 @@ class ChannelQueue {
   append(samples: Int16Array): void {
     this.pieces.push(samples);
     this.end += samples.length;
+  }
+
+  appendGap(samples: number): void {
+    const gap = new Int16Array(samples);
+    this.gaps.add(gap);
+    this.append(gap);
+  }
+
+  /** Removes up to `samples` of gap silence not taken yet, the latest first; the audio after it moves earlier. */
+  shortenGaps(samples: number): void {
+    for (let i = this.pieces.length - 1; i >= 0 && samples > 0; i--) {
+      const piece = this.pieces[i]!;
+      if (!this.gaps.has(piece)) continue;
+      const available = piece.length - (i === 0 ? this.offset : 0);
+      const cut = Math.min(samples, available);
+      const shorter = piece.subarray(0, piece.length - cut);
+      this.gaps.add(shorter);
+      if (shorter.length === (i === 0 ? this.offset : 0)) {
+        this.pieces.splice(i, 1);
+        if (i === 0) this.offset = 0;
+      } else this.pieces[i] = shorter;
+      this.end -= cut;
+      samples -= cut;
+    }
   }
 
   /** Copies the next `n` samples (silence where there are none) into channel `ch` of `stereo`. */
@@ -65,7 +93,7 @@ export class StereoTimeline {
     this.advance(now);
     const queue = this.channels[ch];
     if (queue.end < this.taken) queue.end = this.taken;
-    if (at > queue.end && (!queue.heard || at - queue.end > this.limits.slack)) queue.append(new Int16Array(at - queue.end));
+    if (at > queue.end && (!queue.heard || at - queue.end > this.limits.slack)) queue.appendGap(at - queue.end);
     queue.heard = true;
     if (queue.end + samples.length - now > this.limits.maxAhead) {
       this.droppedSamples += samples.length;
@@ -73,6 +101,15 @@ export class StereoTimeline {
     }
     // A copy: the sender may reuse its buffer.
     queue.append(samples.slice());
+  }
+
+  /** Places audio that arrived by `now` (it started at `now - samples.length` at the latest). */
+  placeArrived(ch: 0 | 1, samples: Int16Array, now: number): void {
+    const at = now - samples.length;
+    this.advance(now);
+    const queue = this.channels[ch];
+    if (queue.end > at) queue.shortenGaps(queue.end - at);
+    this.place(ch, samples, at, now);
   }
 
   /** Emits every frame the clock (`now`, in samples) is past by the delay. */

@@ -63,6 +63,27 @@ test('a late frame within the slack continues its channel (no gap for jitter)', 
   assert.equal(left[FRAME + 1], 2, 'right after the first');
 });
 
+test('a burst after an event-loop stall lands at its time: the silence put in for its first frame is taken out again', () => {
+  const { t, left } = timeline();
+  // Frames 0–9 arrive on time; then nothing for 270 ms; then frames 10–23 at once; then on time again.
+  for (let k = 0; k < 10; k++) t.placeArrived(0, filled(k + 1), (k + 1) * FRAME);
+  const burstAt = 24 * FRAME;
+  for (let k = 10; k < 24; k++) t.placeArrived(0, filled(k + 1), burstAt);
+  for (let k = 24; k < 40; k++) t.placeArrived(0, filled(k + 1), (k + 1) * FRAME);
+  t.finish(40 * FRAME);
+  for (let k = 0; k < 40; k++) assert.equal(left[k * FRAME + 5], k + 1, `frame ${k} at its time`);
+});
+
+test('a real pause stays silence when the audio after it comes on time', () => {
+  const { t, left } = timeline();
+  t.placeArrived(0, filled(1), FRAME);
+  for (let k = 30; k < 35; k++) t.placeArrived(0, filled(2), (k + 1) * FRAME);
+  t.finish(35 * FRAME);
+  assert.equal(left[5 * FRAME], 0, 'silence in the pause');
+  assert.equal(left[29 * FRAME + 5], 0);
+  assert.equal(left[30 * FRAME + 5], 2, 'the audio after the pause at its time');
+});
+
 test("agent audio handed over faster than real time plays from its start on, aligned with the caller's", () => {
   const { t, left, right } = timeline();
   t.place(0, filled(7), 0, FRAME);
