@@ -1,7 +1,8 @@
 // Noise and echo through real calls: noise suppression chosen by the session's noise_reduction through
 // both OpenAI front doors (the data channel of a WebRTC call, the WebSocket, its beta dialect too),
-// seen in the session and the metrics; a caller in a noisy room whose noise starts no turn while the
-// question is still answered; a caller whose microphone hears the agent back (no echo cancellation):
+// seen in the session and the metrics; a caller in a noisy room (pink noise, then babble the VAD hears as
+// speech) whose noise starts no turn while the question is still answered; a caller whose microphone
+// hears the agent back (no echo cancellation):
 // the agent finishes its reply, and a spoken "stop" still interrupts it.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -193,6 +194,26 @@ describe('noise: a caller in a noisy room (NOISE_REDUCTION=near_field)', () => {
         assert.equal(types.filter((t) => t === 'input_audio_buffer.speech_started').length, 1, `one turn, the question's: ${types.join(', ')}`);
         assert.ok(!types.includes('response.interrupted'), 'no barge-in from the noise');
       }
+    } finally {
+      mic.stop();
+      client.close();
+    }
+  });
+
+  test('babble 10 dB under the question and after it (the VAD hears speech in it): the turn ends, the question is answered while the room talks on, and the room does not interrupt the reply', async () => {
+    const question = speak('what time is it');
+    const client = await call(server, { model: 'echo', return_transcription: true });
+    const mic = await attachRoomMicrophone(client, { noise: noiseFor(question, noiseOf('babble', 12_000), 10) });
+    try {
+      const from = client.events.length;
+      await mic.elapse(2000);
+      await mic.say(question);
+      // Before the turn detector knew the room's level, the babble held this turn open as long as it lasted.
+      await nextAfter(client, 'conversation.item.input_audio_transcription.completed', from);
+      await nextAfter(client, 'response.audio.done', from);
+      const types = typesAfter(client, from);
+      assert.equal(types.filter((t) => t === 'input_audio_buffer.speech_started').length, 1, `one turn, the question's: ${types.join(', ')}`);
+      assert.ok(!types.includes('response.interrupted'), 'no barge-in from the babble');
     } finally {
       mic.stop();
       client.close();

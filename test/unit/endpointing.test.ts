@@ -2,7 +2,7 @@
 // starts and stops out.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { EndpointingPolicy, type EndpointEvent } from '../../src/agent/turn/endpointing.ts';
+import { EndpointingPolicy, ROOM_SILENCE_MS, type EndpointEvent } from '../../src/agent/turn/endpointing.ts';
 
 const options = { threshold: 0.5, prefixPaddingMs: 300, silenceMs: 300, maxTurnMs: 30_000 };
 
@@ -95,4 +95,52 @@ test('with pauseMs, a silence that long inside a turn is reported once, and spee
     [14, { type: 'pause', silenceStartMs: 384 }],
     [21, { type: 'stop', endMs: 704, speechEndMs: 384, reason: 'silence' }],
   ]);
+});
+
+/** Runs windows of [probability, level dBFS] and returns the events with their window index. */
+function runLevels(policy: EndpointingPolicy, windows: [number, number][], windowMs = 32): [number, EndpointEvent][] {
+  const out: [number, EndpointEvent][] = [];
+  windows.forEach(([p, db], i) => {
+    const e = policy.step(p, i * windowMs, windowMs, db);
+    if (e) out.push([i, e]);
+  });
+  return out;
+}
+
+const windowsOf = (p: number, db: number, n: number) => Array.from({ length: n }, () => [p, db] as [number, number]);
+
+test("in a noisy room, a turn ends ROOM_SILENCE_MS after the caller's voice though the VAD goes on hearing speech in the room", () => {
+  // A second of babble at −40 dBFS judged not speech, the caller at −25 dBFS, then babble at −39 dBFS that the
+  // VAD scores 0.7: alone, the probabilities would hold the turn open as long as the babble lasts.
+  const windows = [...windowsOf(0.2, -40, 31), ...windowsOf(0.95, -25, 30), ...windowsOf(0.7, -39, 40)];
+  const events = runLevels(new EndpointingPolicy(options), windows);
+  assert.equal(ROOM_SILENCE_MS, 800);
+  assert.deepEqual(events, [
+    [32, { type: 'start', onsetMs: 992 }],
+    [85, { type: 'stop', endMs: 2752, speechEndMs: 1952, reason: 'silence' }],
+  ]);
+  assert.equal(runLevels(new EndpointingPolicy(options), windows.map(([p]) => [p, undefined as unknown as number])).length, 1, 'without levels the turn stays open');
+});
+
+test('speech the VAD hears in the room at the room’s level starts no turn; the caller above it does', () => {
+  const windows = [...windowsOf(0.2, -40, 31), ...windowsOf(0.8, -38, 20), ...windowsOf(0.95, -25, 5)];
+  assert.deepEqual(runLevels(new EndpointingPolicy(options), windows), [[52, { type: 'start', onsetMs: 1632 }]]);
+});
+
+test('in a noisy room a pause shorter than ROOM_SILENCE_MS, with the room heard as speech, keeps the turn; silence still ends it at silenceMs', () => {
+  const windows = [...windowsOf(0.2, -40, 31), ...windowsOf(0.95, -25, 20), ...windowsOf(0.7, -39, 15), ...windowsOf(0.95, -26, 10), ...windowsOf(0.01, -41, 12)];
+  const events = runLevels(new EndpointingPolicy(options), windows);
+  assert.deepEqual(events.map(([i, e]) => [i, e.type]), [[32, 'start'], [85, 'stop']]);
+});
+
+test('in a quiet room the levels change nothing: a soft syllable the VAD still hears keeps the turn', () => {
+  const windows = [...windowsOf(0.01, -100, 31), ...windowsOf(0.95, -25, 20), ...windowsOf(0.6, -60, 15), ...windowsOf(0.95, -25, 10), ...windowsOf(0.01, -100, 12)];
+  const events = runLevels(new EndpointingPolicy(options), windows);
+  assert.deepEqual(events.map(([i, e]) => [i, e.type]), [[32, 'start'], [85, 'stop']]);
+});
+
+test("speech louder than the room keeps the turn even where the VAD's probability dips into its hysteresis", () => {
+  const windows = [...windowsOf(0.1, -40, 31), ...windowsOf(0.95, -25, 20), ...windowsOf(0.4, -30, 15), ...windowsOf(0.95, -25, 5)];
+  const events = runLevels(new EndpointingPolicy(options), windows);
+  assert.deepEqual(events.map(([i, e]) => [i, e.type]), [[32, 'start']]);
 });

@@ -2,7 +2,7 @@
 // transport converts at its edge) are cut into the VAD's windows, judged in order (the VAD may answer asynchronously) and run
 // through the endpointing policy; the listener hears the onset with its prefix padding, the turn's
 // audio and its end. Times are ms of the caller's audio since the first frame pushed.
-import { EndpointingPolicy, ONSET_MS, type EndpointingPolicyOptions } from './endpointing.js';
+import { EndpointingPolicy, levelDb, ONSET_MS, type EndpointingPolicyOptions } from './endpointing.js';
 import type { EndpointingOptions, TurnDetector, TurnListener, Vad } from './types.js';
 
 export type TurnDetectorOptions = EndpointingOptions & Partial<Pick<EndpointingPolicyOptions, 'maxTurnMs'>>;
@@ -42,9 +42,10 @@ export function createTurnDetector(vad: Vad, options: TurnDetectorOptions, liste
     while (recent.length > 1 && total - recent[0]!.pcm.length >= keep) total -= recent.shift()!.pcm.length;
   };
 
-  const judge = (w: Window, p: number) => {
+  /** `p` undefined: the VAD failed on the window, which counts as silence and tells nothing of the room. */
+  const judge = (w: Window, p: number | undefined) => {
     const wasInTurn = policy.inTurn;
-    const event = policy.step(p, w.start / RATE_KHZ, w.pcm.length / RATE_KHZ);
+    const event = p === undefined ? policy.step(0, w.start / RATE_KHZ, w.pcm.length / RATE_KHZ) : policy.step(p, w.start / RATE_KHZ, w.pcm.length / RATE_KHZ, levelDb(w.pcm));
     if (wasInTurn) {
       listener.speech(w.pcm);
       if (event?.type === 'stop') listener.speechStopped(Math.round(event.endMs), Math.round(event.speechEndMs));
@@ -74,7 +75,7 @@ export function createTurnDetector(vad: Vad, options: TurnDetectorOptions, liste
   const drain = () => {
     while (!busy && !closed && queue.length) {
       const w = queue.shift()!;
-      let p: number | Promise<number>;
+      let p: number | Promise<number | undefined>;
       try {
         p = vad.probability(w.pcm);
       } catch (err) {
@@ -96,7 +97,7 @@ export function createTurnDetector(vad: Vad, options: TurnDetectorOptions, liste
           (err) => {
             // The window counts as silence: a failing VAD ends a turn rather than holding it open.
             failed(err);
-            return 0;
+            return undefined;
           },
         )
         .then((v) => {

@@ -14,6 +14,22 @@ export interface EndpointingPolicyOptions extends EndpointingOptions {
 export const ONSET_MS = 60;
 /** How far under `threshold` a window must fall to count as silence (Silero's default hysteresis). */
 const HYSTERESIS = 0.15;
+/** A window within this many dB of the room's level (or under it) is the room, not the caller. */
+export const ROOM_MARGIN_DB = 3;
+/** The room's level: this quantile of its recent windows' levels (its louder moments: babble rises and falls). */
+const ROOM_QUANTILE = 0.95;
+/** Windows of the room remembered for its level (≈ 2 s of Silero’s 32 ms windows). */
+const ROOM_WINDOWS = 62;
+/** Inside a turn, speech this far under the turn's loudest window is not the caller's voice. */
+export const VOICE_RANGE_DB = 12;
+/** The room matters when the caller's voice is at most this far above it (a quiet room changes nothing). */
+export const NOISY_ROOM_DB = 30;
+/** How long a turn in a noisy room lasts without the caller's voice (longer than a pause between words). */
+export const ROOM_SILENCE_MS = 800;
+/** Inside a turn, windows this long after the caller's voice are the room (it learns what the VAD calls speech). */
+const ROOM_AFTER_VOICE_MS = 300;
+/** The level of digital silence, in dBFS (a floor for the logarithm). */
+export const SILENT_DB = -100;
 
 export type EndpointEvent =
   | { type: 'start'; /** Start of the turn's first speech window, ms of audio. */ onsetMs: number }
@@ -39,6 +55,14 @@ export class EndpointingPolicy {
   private silenceStartMs: number | undefined;
   /** A pause was reported for the current silence. */
   private paused = false;
+  /** Levels (dBFS) of the room's latest windows, oldest first. */
+  private readonly roomLevels: number[] = [];
+  /** The room's level when the open turn began (dBFS); undefined when unknown. */
+  private roomDb: number | undefined;
+  /** The open turn's loudest speech window (dBFS). */
+  private voicePeakDb = SILENT_DB;
+  /** End of the open turn's last window of the caller's voice. */
+  private voiceEndMs = 0;
 
   constructor(options: EndpointingPolicyOptions) {
     this.options = { ...options };
@@ -56,13 +80,19 @@ export class EndpointingPolicy {
     return this.options;
   }
 
-  /** Judges one window of audio [startMs, startMs + durationMs) with speech probability `p`. */
-  step(p: number, startMs: number, durationMs: number): EndpointEvent | undefined {
+  /**
+   * Judges one window of audio [startMs, startMs + durationMs) with speech probability `p` and,
+   * when known, its level `levelDb` (dBFS).
+   */
+  step(p: number, startMs: number, durationMs: number, levelDb?: number): EndpointEvent | undefined {
     const endMs = startMs + durationMs;
     const { threshold, silenceMs, maxTurnMs } = this.options;
     if (this.turnStartMs === undefined) {
+      const room = quantile(this.roomLevels, ROOM_QUANTILE);
+      if (levelDb !== undefined && room !== undefined && levelDb <= room + ROOM_MARGIN_DB) p = 0;
       if (p < threshold) {
         this.runStartMs = undefined;
+        if (levelDb !== undefined) this.hearRoom(levelDb);
         return undefined;
       }
       this.runStartMs ??= startMs;
@@ -70,7 +100,20 @@ export class EndpointingPolicy {
       this.turnStartMs = this.runStartMs;
       this.runStartMs = undefined;
       this.silenceStartMs = undefined;
+      this.roomDb = room;
+      this.voicePeakDb = levelDb ?? SILENT_DB;
+      this.voiceEndMs = endMs;
       return { type: 'start', onsetMs: this.turnStartMs };
+    }
+    if (p >= threshold && levelDb !== undefined) this.voicePeakDb = Math.max(this.voicePeakDb, levelDb);
+    const noisyRoom = this.roomDb !== undefined && this.voicePeakDb - this.roomDb <= NOISY_ROOM_DB;
+    if (p >= threshold && (!noisyRoom || levelDb === undefined || (levelDb > this.roomDb! + ROOM_MARGIN_DB && levelDb > this.voicePeakDb - VOICE_RANGE_DB))) {
+      this.voiceEndMs = endMs;
+    } else if (noisyRoom && levelDb !== undefined && endMs - this.voiceEndMs >= ROOM_AFTER_VOICE_MS) this.hearRoom(levelDb);
+    if (noisyRoom && endMs - this.voiceEndMs >= Math.max(silenceMs, ROOM_SILENCE_MS)) {
+      const speechEndMs = this.voiceEndMs;
+      this.reset();
+      return { type: 'stop', endMs, speechEndMs, reason: 'silence' };
     }
     if (p >= threshold) {
       this.silenceStartMs = undefined;
@@ -96,13 +139,31 @@ export class EndpointingPolicy {
     return undefined;
   }
 
-  /** Forgets the turn in progress, or the speech run that might become one. */
+  private hearRoom(levelDb: number): void {
+    this.roomLevels.push(levelDb);
+    if (this.roomLevels.length > ROOM_WINDOWS) this.roomLevels.shift();
+  }
+
+  /** Forgets the turn in progress, or the speech run that might become one (the room's level stays). */
   reset(): void {
     this.turnStartMs = undefined;
     this.runStartMs = undefined;
     this.silenceStartMs = undefined;
     this.paused = false;
   }
+}
+
+function quantile(values: number[], q: number): number | undefined {
+  if (!values.length) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+/** The level of 16-bit PCM in dBFS (SILENT_DB for digital silence). */
+export function levelDb(pcm: Int16Array): number {
+  let sum = 0;
+  for (let i = 0; i < pcm.length; i++) sum += pcm[i]! * pcm[i]!;
+  return sum ? Math.max(SILENT_DB, 10 * Math.log10(sum / pcm.length / (32768 * 32768))) : SILENT_DB;
 }
 
 function definedOnly<T extends object>(o: Partial<T>): Partial<T> {
