@@ -16,7 +16,9 @@ function assertUnharmed(o: Observed): void {
   assert.ok(o.maxSpeechProcesses <= POOL, `at most the pool's ${POOL} speech processes at once (saw ${o.maxSpeechProcesses})`);
   assert.ok(o.maxRoundTripMs < 250, `the bystander's round trip stays under 250 ms (worst ${Math.round(o.maxRoundTripMs)} ms)`);
   assert.ok(o.maxHealthzMs < 250, `/healthz stays under 250 ms (worst ${Math.round(o.maxHealthzMs)} ms)`);
-  assert.ok(o.audioPacketsPerSecond >= 45, `the bystander's audio keeps flowing (${o.audioPacketsPerSecond.toFixed(1)} packets/s)`);
+  // 50 a second is the whole echo; a starved call gets almost none (0.1–0.2 a second before the limits).
+  // 40 leaves room for this machine's own load (the flooder, the server and both peers share two cores).
+  assert.ok(o.audioPacketsPerSecond >= 40, `the bystander's audio keeps flowing (${o.audioPacketsPerSecond.toFixed(1)} packets/s)`);
 }
 
 describe('a flooding caller', () => {

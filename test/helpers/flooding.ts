@@ -79,7 +79,7 @@ export interface Observed {
 export async function underAttack<T>(server: RunningServer, bystander: RtcClient, attack: () => Promise<T>, watchMs = 2000): Promise<Observed & { attack: T }> {
   let maxSpeechProcesses = 0;
   const sampler = setInterval(() => (maxSpeechProcesses = Math.max(maxSpeechProcesses, speechProcesses(server))), 20);
-  const startPackets = (await inboundAudio(bystander)).packetsReceived;
+  const startAudio = await inboundAudio(bystander);
   const startedAt = performance.now();
   let attackOver = false;
   const attacking = attack().finally(() => (attackOver = true));
@@ -103,7 +103,9 @@ export async function underAttack<T>(server: RunningServer, bystander: RtcClient
     clearInterval(sampler);
   }
   const attackReport = await attacking;
-  const seconds = (performance.now() - startedAt) / 1000;
-  const audioPacketsPerSecond = ((await inboundAudio(bystander)).packetsReceived - startPackets) / seconds;
+  // The rate over the stats' own timestamps (when libwebrtc counted), not over when the awaits returned.
+  const endAudio = await inboundAudio(bystander);
+  const seconds = (endAudio.timestamp! - startAudio.timestamp!) / 1000;
+  const audioPacketsPerSecond = (endAudio.packetsReceived - startAudio.packetsReceived) / seconds;
   return { maxSpeechProcesses, maxRoundTripMs, maxHealthzMs, audioPacketsPerSecond, attack: attackReport };
 }

@@ -216,7 +216,7 @@ export async function outboundAudio(client: RtcClient): Promise<{ packetsSent: n
 }
 
 /** The client's inbound-rtp audio statistics from getStats(). */
-export async function inboundAudio(client: RtcClient): Promise<{ packetsReceived: number; packetsLost: number; jitter: number; bytesReceived: number; audioLevel?: number }> {
+export async function inboundAudio(client: RtcClient): Promise<{ packetsReceived: number; packetsLost: number; jitter: number; bytesReceived: number; audioLevel?: number; timestamp?: number }> {
   const stats = await client.pc.getStats();
   let found: any = { packetsReceived: 0, packetsLost: 0, jitter: 0, bytesReceived: 0 };
   stats.forEach((s: any) => {
