@@ -88,7 +88,8 @@ export class EndpointingPolicy {
     const endMs = startMs + durationMs;
     const { threshold, silenceMs, maxTurnMs } = this.options;
     if (this.turnStartMs === undefined) {
-      const room = quantile(this.roomLevels, ROOM_QUANTILE);
+      // The room's level is looked up only for a window the VAD calls speech (a sort: not for every window).
+      const room = p >= threshold ? quantile(this.roomLevels, ROOM_QUANTILE) : undefined;
       if (levelDb !== undefined && room !== undefined && levelDb <= room + ROOM_MARGIN_DB) p = 0;
       if (p < threshold) {
         this.runStartMs = undefined;
