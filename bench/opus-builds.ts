@@ -7,13 +7,10 @@
 //
 //   node --import tsx bench/opus-builds.ts                    # complexity 5, 60 s of speech, 3 rounds
 //   flags: --complexity 5  --seconds 60  --rounds 3
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Encoder } from '@evan/opus';
 import { OpusFrameDecoder, OpusFrameEncoder } from '../src/media/opusCodec.ts';
+import { speak } from '../test/helpers/speech.ts';
 import { LibopusFrameDecoder, LibopusFrameEncoder } from './lib/libopus.ts';
 
 const { values } = parseArgs({
@@ -27,18 +24,8 @@ const complexity = Number(values.complexity);
 const seconds = Number(values.seconds);
 const rounds = Number(values.rounds);
 
-function speech(rate = 48_000): Int16Array {
-  const dir = mkdtempSync(join(tmpdir(), 'parley-opus-bench-'));
-  try {
-    const text = 'The quick brown fox jumps over the lazy dog. What time is it in Paris? Please tell me the weather for tomorrow morning.';
-    execFileSync('flite', ['-voice', 'slt', '-t', text, '-o', join(dir, 'a.wav')]);
-    execFileSync('sox', [join(dir, 'a.wav'), '-r', String(rate), '-c', '1', '-b', '16', '-e', 'signed-integer', '-t', 'raw', join(dir, 'a.raw')]);
-    const b = readFileSync(join(dir, 'a.raw'));
-    return new Int16Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+const TEXT = 'The quick brown fox jumps over the lazy dog. What time is it in Paris? Please tell me the weather for tomorrow morning.';
+const speech = (rate = 48_000) => speak(TEXT, rate);
 
 const clip = speech();
 const FRAME = 960;
