@@ -45,11 +45,11 @@ class ChannelQueue {
     for (let i = this.pieces.length - 1; i >= 0 && samples > 0; i--) {
       const piece = this.pieces[i]!;
       if (!this.gaps.has(piece)) continue;
-      const available = piece.length - (i === 0 ? this.offset : 0);
-      const cut = Math.min(samples, available);
+      const alreadyTaken = i === 0 ? this.offset : 0;
+      const cut = Math.min(samples, piece.length - alreadyTaken);
       const shorter = piece.subarray(0, piece.length - cut);
       this.gaps.add(shorter);
-      if (shorter.length === (i === 0 ? this.offset : 0)) {
+      if (shorter.length === alreadyTaken) {
         this.pieces.splice(i, 1);
         if (i === 0) this.offset = 0;
       } else this.pieces[i] = shorter;

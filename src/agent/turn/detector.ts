@@ -2,7 +2,8 @@
 // transport converts at its edge) are cut into the VAD's windows, judged in order (the VAD may answer asynchronously) and run
 // through the endpointing policy; the listener hears the onset with its prefix padding, the turn's
 // audio and its end. Times are ms of the caller's audio since the first frame pushed.
-import { EndpointingPolicy, levelDb, ONSET_MS, type EndpointingPolicyOptions } from './endpointing.js';
+import { levelDb } from '../../media/audio/level.js';
+import { EndpointingPolicy, ONSET_MS, type EndpointingPolicyOptions } from './endpointing.js';
 import type { EndpointingOptions, TurnDetector, TurnListener, Vad } from './types.js';
 
 export type TurnDetectorOptions = EndpointingOptions & Partial<Pick<EndpointingPolicyOptions, 'maxTurnMs'>>;
@@ -45,7 +46,7 @@ export function createTurnDetector(vad: Vad, options: TurnDetectorOptions, liste
   /** `p` undefined: the VAD failed on the window, which counts as silence and tells nothing of the room. */
   const judge = (w: Window, p: number | undefined) => {
     const wasInTurn = policy.inTurn;
-    const event = p === undefined ? policy.step(0, w.start / RATE_KHZ, w.pcm.length / RATE_KHZ) : policy.step(p, w.start / RATE_KHZ, w.pcm.length / RATE_KHZ, levelDb(w.pcm));
+    const event = policy.step(p ?? 0, w.start / RATE_KHZ, w.pcm.length / RATE_KHZ, p === undefined ? undefined : levelDb(w.pcm));
     if (wasInTurn) {
       listener.speech(w.pcm);
       if (event?.type === 'stop') listener.speechStopped(Math.round(event.endMs), Math.round(event.speechEndMs));

@@ -3,6 +3,7 @@
 // Silero's own hysteresis — a turn starts on windows at or above `threshold` and its silence is
 // counted from the first window under `threshold − 0.15`; windows in between neither start nor break
 // the silence — so the silence wait can be short without cutting a caller off on a soft syllable.
+import { SILENT_DB } from '../../media/audio/level.js';
 import type { EndpointingOptions } from './types.js';
 
 export interface EndpointingPolicyOptions extends EndpointingOptions {
@@ -15,21 +16,19 @@ export const ONSET_MS = 60;
 /** How far under `threshold` a window must fall to count as silence (Silero's default hysteresis). */
 const HYSTERESIS = 0.15;
 /** A window within this many dB of the room's level (or under it) is the room, not the caller. */
-export const ROOM_MARGIN_DB = 3;
+const ROOM_MARGIN_DB = 3;
 /** The room's level: this quantile of its recent windows' levels (its louder moments: babble rises and falls). */
 const ROOM_QUANTILE = 0.95;
 /** Windows of the room remembered for its level (≈ 2 s of Silero’s 32 ms windows). */
 const ROOM_WINDOWS = 62;
 /** Inside a turn, speech this far under the turn's loudest window is not the caller's voice. */
-export const VOICE_RANGE_DB = 12;
+const VOICE_RANGE_DB = 12;
 /** The room matters when the caller's voice is at most this far above it (a quiet room changes nothing). */
-export const NOISY_ROOM_DB = 30;
+const NOISY_ROOM_DB = 30;
 /** How long a turn in a noisy room lasts without the caller's voice (longer than a pause between words). */
 export const ROOM_SILENCE_MS = 800;
 /** Inside a turn, windows this long after the caller's voice are the room (it learns what the VAD calls speech). */
 const ROOM_AFTER_VOICE_MS = 300;
-/** The level of digital silence, in dBFS (a floor for the logarithm). */
-export const SILENT_DB = -100;
 
 export type EndpointEvent =
   | { type: 'start'; /** Start of the turn's first speech window, ms of audio. */ onsetMs: number }
@@ -158,13 +157,6 @@ function quantile(values: number[], q: number): number | undefined {
   if (!values.length) return undefined;
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-}
-
-/** The level of 16-bit PCM in dBFS (SILENT_DB for digital silence). */
-export function levelDb(pcm: Int16Array): number {
-  let sum = 0;
-  for (let i = 0; i < pcm.length; i++) sum += pcm[i]! * pcm[i]!;
-  return sum ? Math.max(SILENT_DB, 10 * Math.log10(sum / pcm.length / (32768 * 32768))) : SILENT_DB;
 }
 
 function definedOnly<T extends object>(o: Partial<T>): Partial<T> {

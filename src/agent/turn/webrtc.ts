@@ -1,6 +1,7 @@
 // WebRTC's VAD (libfvad compiled to WASM) on 20 ms windows at 16 kHz: a yes/no per window, given to
 // the endpointing policy as probability 1 or 0.
 import fvadModule from '@echogarden/fvad-wasm';
+import { rms } from '../../media/audio/level.js';
 import type { Vad, VadProvider } from './types.js';
 
 interface FvadModule {
@@ -67,12 +68,6 @@ export class WebRtcVad implements Vad {
     this.m._free(this.buffer);
     this.m._fvad_free(this.inst);
   }
-}
-
-function rms(pcm: Int16Array): number {
-  let sum = 0;
-  for (const s of pcm) sum += s * s;
-  return Math.sqrt(sum / (pcm.length || 1));
 }
 
 export function webrtcVadProvider(mode: WebRtcVadMode): VadProvider {
