@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import type { Page } from 'playwright-core';
 import { launchBrowser, type LaunchedBrowser } from './helpers/browser.ts';
-import { http, startServer, type RunningServer } from './helpers/server.ts';
+import { PARLEY, http, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -20,7 +20,7 @@ const run = promisify(execFile);
 
 /** Creates an API key in `dataDir`'s store with the CLI (before the server starts) and returns it. */
 async function createKey(dataDir: string): Promise<string> {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'keys', 'create', '--name', 'demo-test'], {
+  const { stdout } = await run(process.execPath, [...PARLEY, 'keys', 'create', '--name', 'demo-test'], {
     cwd: ROOT,
     env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
   });
@@ -194,7 +194,7 @@ describe('demo backend-proxy route', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'parley-demo-'));
     try {
       // If the setting were (wrongly) accepted, the service would run: the timeout ends it.
-      const started = run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+      const started = run(process.execPath, [...PARLEY, 'serve'], {
         cwd: ROOT,
         timeout: 20_000,
         env: { ...process.env, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, DEMO_API_KEY: secret },

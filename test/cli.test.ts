@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { http, startServer, type RunningServer } from './helpers/server.ts';
+import { PARLEY, http, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 let server: RunningServer;
@@ -77,7 +77,7 @@ test('a bad setting stops the CLI with a clear message per problem', async () =>
   assert.equal(r.code, 0);
   const { execFile } = await import('node:child_process');
   const out = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-    const p = execFile(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+    const p = execFile(process.execPath, [...PARLEY, 'serve'], {
       env: { ...server.env, PORT: 'eighty', TOKEN_TTL_SECONDS: '5', STUN_URLS: 'http://x' },
     }, () => {});
     let stderr = '';
@@ -125,7 +125,7 @@ test('a DATA_DIR that is not a usable directory is one line naming the setting a
   const { execFile } = await import('node:child_process');
   for (const args of [['serve'], ['keys', 'list']]) {
     const out = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const p = execFile(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { env: { ...server.env, DATA_DIR: file, PORT: '0' } }, () => {});
+      const p = execFile(process.execPath, [...PARLEY, ...args], { env: { ...server.env, DATA_DIR: file, PORT: '0' } }, () => {});
       let stderr = '';
       p.stderr!.on('data', (d) => (stderr += d));
       p.on('exit', (code) => resolve({ code, stderr }));

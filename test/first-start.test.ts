@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { launchBrowser } from './helpers/browser.ts';
-import { http, startServer } from './helpers/server.ts';
+import { PARLEY, http, startServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -133,7 +133,7 @@ describe('GET / and the ready line', () => {
 });
 
 describe('logs', () => {
-  const CLI = ['--import', 'tsx', 'src/cli/main.ts', 'serve'];
+  const CLI = [...PARLEY, 'serve'];
 
   /** Runs a node at a terminal (util-linux `script` gives it a pseudo-terminal) or on pipes. */
   async function exercise(terminal: boolean, extra: Record<string, string>): Promise<{ output: string; devKey: string; tokens: string[] }> {
@@ -200,7 +200,7 @@ describe('a port in use', () => {
     const port = (holder.address() as { port: number }).port;
     const dataDir = mkdtempSync(join(tmpdir(), 'parley-port-'));
     try {
-      const proc = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], { cwd: ROOT, env: serverEnv(dataDir, { PORT: String(port), LOG_LEVEL: 'warn' }), stdio: ['ignore', 'pipe', 'pipe'] });
+      const proc = spawn(process.execPath, [...PARLEY, 'serve'], { cwd: ROOT, env: serverEnv(dataDir, { PORT: String(port), LOG_LEVEL: 'warn' }), stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
       proc.stderr!.on('data', (d) => (stderr += d));
       const code = await new Promise<number | null>((r) => proc.on('exit', (c) => r(c)));

@@ -355,10 +355,13 @@ describe('raw SIP', () => {
     assert.equal(status(await exchange(request('INVITE', { body: G729_ONLY, headers: [authorization(challenge!, 'INVITE')] }))), 488, 'G.729 only');
     // A CSeq naming another method: readable enough to be told it is wrong.
     assert.equal(status(await exchange(request('INVITE').replace(/CSeq: 1 INVITE/, 'CSeq: 1 BYE'))), 400);
-    // Without Via or Call-ID it cannot be answered: silence.
-    assert.equal(await exchange(request('INVITE').replace(/Call-ID: \S+\r\n/, ''), 500), undefined);
-    assert.equal(await exchange(randomBytes(300), 500), undefined);
-    assert.equal(await exchange(request('INVITE', { headers: [`X-Padding: ${'a'.repeat(30_000)}`] }), 500), undefined, 'oversized');
+    // Without Via or Call-ID it cannot be answered: silence (the three wait together).
+    const unanswerable = await Promise.all([
+      exchange(request('INVITE').replace(/Call-ID: \S+\r\n/, ''), 500),
+      exchange(randomBytes(300), 500),
+      exchange(request('INVITE', { headers: [`X-Padding: ${'a'.repeat(30_000)}`] }), 500),
+    ]);
+    assert.deepEqual(unanswerable, [undefined, undefined, undefined], 'no Call-ID, noise, oversized');
   });
 
   test('a call in raw SIP: challenged, answered with SDP, ACKed, put on hold by re-INVITE, ended by BYE', async () => {
@@ -443,9 +446,11 @@ describe('raw SIP', () => {
       seed = (seed * 1103515245 + 12345) & 0x7fffffff;
       return seed % n;
     };
+    // A few dozen datagrams, sent at once and waited for once (the 22,000-message fuzz of the
+    // parser is a unit test: test/unit/sip.test.ts); here the point is the whole server's answer.
     const statuses = new Map<number | undefined, number>();
     const pending: Promise<void>[] = [];
-    for (let i = 0; i < 300; i++) {
+    for (let i = 0; i < 48; i++) {
       const m = Buffer.from(base);
       let mutated: Buffer = m;
       switch (i % 4) {
@@ -472,7 +477,6 @@ describe('raw SIP', () => {
           statuses.set(s, (statuses.get(s) ?? 0) + 1);
         }),
       );
-      if (pending.length >= 20) await Promise.all(pending.splice(0));
     }
     await Promise.all(pending);
     for (const s of statuses.keys()) assert.ok(s === undefined || (s >= 400 && s < 500), `status ${s} among ${JSON.stringify([...statuses])}`);

@@ -16,7 +16,7 @@ import { allocateRelay, freePort, startCoturn, type Coturn } from './helpers/cot
 import { Message, classes, methods } from 'werift-ice';
 import { openStunConnection } from '../src/ice/turnProbe.ts';
 import { attachTone, inboundAudio, openCall, type RtcClient } from './helpers/rtcClient.ts';
-import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { PARLEY, http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -37,7 +37,7 @@ function turnEnv(port: number, secrets: string[]): Record<string, string> {
 
 /** `parley turn config` with these settings (no server needed). */
 async function turnConfig(env: Record<string, string>): Promise<string> {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'turn', 'config'], {
+  const { stdout } = await run(process.execPath, [...PARLEY, 'turn', 'config'], {
     cwd: ROOT,
     env: { ...process.env, DATA_DIR: '/nonexistent-parley-data', ...env },
   });

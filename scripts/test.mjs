@@ -1,0 +1,151 @@
+#!/usr/bin/env node
+// The test tiers (README, "Development"). Run through `npm run test:*`, which starts this with tsx
+// loaded so that the test files' processes inherit it.
+//   unit    the pure unit tests (test/unit): no server, no browser, no Debian program
+//   fast    type check, the unit tests, and the integration tests that start no browser, no SIP
+//           user agent, no second node and no release build (FAST_FILES below)
+//   all     type check, one build of dist/, then every test file: the servers they start run from
+//           dist/ (PARLEY_TEST_SERVER=dist), not through tsx. Each file's duration goes to
+//           test-artifacts/durations.jsonl, and the slowest ten are printed at the end.
+//   FILE…   just those files (servers from the sources through tsx)
+// Files run one at a time, except the ones in PARALLEL_FILES (they mostly wait: on timers, on
+// other processes), which run two at a time before the rest. The media tests measure rates, delays
+// and quality on a 2-core machine, so they have it to themselves.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { Readable } from 'node:stream';
+import { run } from 'node:test';
+import { spec } from 'node:test/reporters';
+import { fileURLToPath } from 'node:url';
+import durations from '../test/reporters/durations.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+process.chdir(root);
+
+/** Integration tests that start no browser, no SIP user agent, no cluster and no release: test:fast. */
+const FAST_FILES = ['test/openapi.test.ts', 'test/readme.test.ts', 'test/services-startup.test.ts'].map((f) => join(root, f));
+
+/** Files that mostly wait and measure no timing: safe to run two at a time. */
+const PARALLEL_FILES = [].map((f) => join(root, f));
+
+const listTests = (dir) =>
+  readdirSync(join(root, dir))
+    .filter((f) => f.endsWith('.test.ts'))
+    .sort()
+    .map((f) => join(root, dir, f));
+
+function step(label, command, args, env = process.env) {
+  const started = performance.now();
+  const result = spawnSync(command, args, { stdio: 'inherit', env });
+  if (result.status !== 0) {
+    console.error(`test: ${label} failed`);
+    process.exit(result.status ?? 1);
+  }
+  console.log(`test: ${label} took ${((performance.now() - started) / 1000).toFixed(1)} s`);
+}
+
+const typecheck = () => step('type check', process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '--noEmit']);
+
+/** Runs `groups` one after another through one reporter; resolves to the counts. */
+async function runFiles(groups, { durationsFile } = {}) {
+  const counts = { passed: 0, failed: 0, skipped: 0 };
+  const perFile = [];
+  async function* events() {
+    for (const { files, concurrency } of groups) {
+      if (files.length === 0) continue;
+      for await (const event of run({ files, concurrency })) {
+        // Each run closes with its own totals; one line of totals for the whole is printed below.
+        if (event.type === 'test:diagnostic' && event.data.nesting === 0 && !event.data.file) continue;
+        // A file whose process failed outside any test (it did not load, it exited early) fails too.
+        if (event.type === 'test:fail' && event.data.name === event.data.file) counts.failed += 1;
+        else if ((event.type === 'test:pass' || event.type === 'test:fail') && event.data.details?.type !== 'suite' && event.data.name !== event.data.file) {
+          if (event.data.skip || event.data.todo) counts.skipped += 1;
+          else if (event.type === 'test:pass') counts.passed += 1;
+          else counts.failed += 1;
+        }
+        yield event;
+      }
+    }
+  }
+  const [toReporter, toDurations] = tee(events());
+  const timing = (async () => {
+    for await (const line of durations(toDurations)) perFile.push(JSON.parse(line));
+  })();
+  await new Promise((resolveDone, reject) => {
+    const out = Readable.from(toReporter, { objectMode: true }).pipe(new spec());
+    out.pipe(process.stdout, { end: false });
+    out.on('end', resolveDone);
+    out.on('error', reject);
+  });
+  await timing;
+  if (durationsFile) {
+    mkdirSync(dirname(durationsFile), { recursive: true });
+    writeFileSync(durationsFile, perFile.map((f) => JSON.stringify(f)).join('\n') + '\n');
+    const slowest = [...perFile].sort((a, b) => b.ms - a.ms).slice(0, 10);
+    console.log(`\nslowest files (all: ${relative(root, durationsFile)}):`);
+    for (const f of slowest) console.log(`  ${(f.ms / 1000).toFixed(1).padStart(7)} s  ${f.file} (${f.tests} tests)`);
+  }
+  return counts;
+}
+
+/** Two consumers of one async iterable, each seeing every item. */
+function tee(source) {
+  const queues = [[], []];
+  const waiters = [null, null];
+  let done = false;
+  (async () => {
+    for await (const item of source) for (let i = 0; i < 2; i++) { queues[i].push(item); waiters[i]?.(); }
+    done = true;
+    for (const w of waiters) w?.();
+  })().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+  const branch = (i) => (async function* () {
+    for (;;) {
+      if (queues[i].length) yield queues[i].shift();
+      else if (done) return;
+      else await new Promise((r) => (waiters[i] = r));
+      waiters[i] = null;
+    }
+  })();
+  return [branch(0), branch(1)];
+}
+
+
+const [tier = 'all', ...rest] = process.argv.slice(2);
+const started = performance.now();
+const unitFiles = listTests('test/unit');
+let groups;
+const durationsFile = join(root, 'test-artifacts', `durations-${['unit', 'fast', 'all'].includes(tier) ? tier : 'files'}.jsonl`);
+switch (tier) {
+  case 'unit':
+    groups = [{ files: unitFiles, concurrency: 2 }];
+    break;
+  case 'fast':
+    typecheck();
+    groups = [{ files: [...unitFiles, ...FAST_FILES], concurrency: 2 }];
+    break;
+  case 'all': {
+    typecheck();
+    step('build', process.execPath, [join(root, 'scripts/build.mjs')]);
+    process.env.PARLEY_TEST_SERVER = 'dist';
+    const integration = listTests('test');
+    const parallel = integration.filter((f) => PARALLEL_FILES.includes(f));
+    groups = [
+      { files: [...unitFiles, ...parallel], concurrency: 2 },
+      { files: integration.filter((f) => !parallel.includes(f)), concurrency: 1 },
+    ];
+    break;
+  }
+  default:
+    groups = [{ files: [tier, ...rest].map((f) => resolve(f)), concurrency: 1 }];
+}
+
+const counts = await runFiles(groups, { durationsFile });
+const minutes = (performance.now() - started) / 60_000;
+console.log(`\ntest: ${tier} took ${minutes.toFixed(1)} min`);
+// The closing line, for the whole run (each group's runner printed none).
+console.log(`${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped`);
+process.exitCode = counts.failed > 0 || counts.passed === 0 ? 1 : 0;
