@@ -16,7 +16,6 @@ import { RevocationWatcher } from './calls/revocationWatcher.js';
 import { DigestAuth } from './calls/sip/digest.js';
 import { SipRouting } from './calls/sip/sipRouting.js';
 import { SipServer } from './calls/sip/sipServer.js';
-import { openRateLimitStore } from './http/rateLimits.js';
 import { openAiDefaultSession } from './calls/protocol/openaiSession.js';
 import { NodeDirectory } from './calls/nodeDirectory.js';
 import { CandidateFilter, ownMediaAddresses } from './calls/webrtc/candidateFilter.js';
@@ -45,6 +44,7 @@ import { databaseHealth, openDatabase, type DatabaseLog, type Db, type OpenDatab
 import { migrate } from './storage/migrations.js';
 import { NodeLiveness } from './storage/nodeLiveness.js';
 import { NodeStore, loadOrCreateNodeId } from './storage/nodes.js';
+import { openRateLimitStore } from './storage/openRateLimitStore.js';
 import { CallWebhooks } from './webhooks/callWebhooks.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { WebhookEndpointStore } from './webhooks/endpoints.js';
