@@ -16,7 +16,6 @@ import { RevocationWatcher } from './calls/revocationWatcher.js';
 import { DigestAuth } from './calls/sip/digest.js';
 import { SipRouting } from './calls/sip/sipRouting.js';
 import { SipServer } from './calls/sip/sipServer.js';
-import { openRateLimitStore } from './http/rateLimits.js';
 import { openAiDefaultSession } from './calls/protocol/openaiSession.js';
 import { NodeDirectory } from './calls/nodeDirectory.js';
 import { CandidateFilter, ownMediaAddresses } from './calls/webrtc/candidateFilter.js';
@@ -39,12 +38,14 @@ import { ClientSecretSessionStore } from './storage/clientSecretSessions.js';
 import { TurnKeySecrets } from './ice/turnKeySecrets.js';
 import { TurnService, type TurnHealth } from './ice/turnService.js';
 import { blockList } from './system/cidr.js';
+import { Teardown } from './system/teardown.js';
 import { ConversationStore } from './storage/conversations.js';
 import { openBus, type InvalidationBus } from './storage/bus.js';
 import { databaseHealth, openDatabase, type DatabaseLog, type Db, type OpenDatabase } from './storage/db.js';
 import { migrate } from './storage/migrations.js';
 import { NodeLiveness } from './storage/nodeLiveness.js';
 import { NodeStore, loadOrCreateNodeId } from './storage/nodes.js';
+import { openRateLimitStore } from './storage/openRateLimitStore.js';
 import { CallWebhooks } from './webhooks/callWebhooks.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { WebhookEndpointStore } from './webhooks/endpoints.js';
@@ -140,123 +141,68 @@ export interface NodeRole {
 }
 
 export async function createServices(config: Config, log: FastifyBaseLogger, role: NodeRole = {}): Promise<Services> {
-  // What is opened is closed again, newest first, when a later step of the start fails.
-  const opened: (() => Promise<void> | void)[] = [];
+  // Each part registers its close as it is opened: a start that fails part-way closes what it had
+  // opened, and close() closes everything, the same way (newest first).
+  const teardown = new Teardown(log);
   try {
-    return await startServices(config, log, role, (close) => void opened.unshift(close));
+    return await startServices(config, log, role, teardown);
   } catch (err) {
-    for (const close of opened) await Promise.resolve().then(close).catch(() => {});
+    await teardown.close();
     throw err;
   }
 }
 
-async function startServices(config: Config, log: FastifyBaseLogger, role: NodeRole, opened: (close: () => Promise<void> | void) => void): Promise<Services> {
+async function startServices(config: Config, log: FastifyBaseLogger, role: NodeRole, teardown: Teardown): Promise<Services> {
   // First, so a taken STUN port stops the start before anything else is opened.
   const stun: StunServer | undefined = config.STUN_ENABLED
     ? await startStunServer({ host: config.STUN_BIND || config.HOST, port: config.STUN_PORT })
     : undefined;
-  if (stun) opened(() => stun.close());
-  if (stun) log.info({ stun: stun.address }, 'embedded STUN server listening');
+  if (stun) {
+    teardown.add('STUN server', () => stun.close());
+    log.info({ stun: stun.address }, 'embedded STUN server listening');
+  }
   const store = await openStore(config, log);
-  opened(() => store.db.destroy());
-  opened(() => store.bus.close());
+  teardown.add('database', () => store.db.destroy());
+  teardown.add('Redis bus', () => store.bus.close());
   const metrics = new Metrics();
   const turn = await TurnService.start(config, store.turnSecrets, log, (url, up) => metrics.turnUp.set({ url }, up ? 1 : 0), role);
-  opened(() => turn.close());
+  teardown.add('TURN service', () => turn.close());
   // Parley's own coturn takes a secret per API key, so a revoked key's credentials stop at once.
   const turnKeys = turn.health().managed
     ? new TurnKeySecrets(join(config.DATA_DIR, 'coturn', 'turndb'), store.turnSecrets[0]!, config.TURN_REALM, config.TURN_CREDENTIAL_TTL_SECONDS)
     : undefined;
-  if (turnKeys) opened(() => turnKeys.close());
+  if (turnKeys) teardown.add('TURN key secrets', () => turnKeys.close());
   const readiness = new ReadinessChecks();
   readiness.register('database', databaseHealth(store.database));
   const eventLoop = new EventLoopWatch(config.EVENT_LOOP_LAG_DEGRADED_MS, metrics.eventLoopLag);
-  opened(() => eventLoop.stop());
+  teardown.add('event loop watch', () => eventLoop.stop());
   readiness.register('event_loop', eventLoop);
   const keyCache = new ApiKeyCache(store.apiKeys, config.KEY_CACHE_TTL_MS, config.KEY_CACHE_STALE_MS, store.database.availability);
   keyCache.start();
-  opened(() => keyCache.stop());
-  const reloadSigningKeys = () => void store.signingKeys.reload().catch(() => {});
+  teardown.add('API key cache', () => keyCache.stop());
   // Set once the calls exist (below); notices are only delivered after Redis answers.
   let revocations: RevocationWatcher | undefined;
-  store.bus.subscribe(
-    (message) => {
-      if (message.kind === 'key-revoked') {
-        keyCache.invalidate();
-        revocations?.keyRevoked(message.id);
-      } else reloadSigningKeys();
-    },
-    () => {
-      // Back after a Redis outage: notices sent meanwhile are lost, so start over from the store.
-      log.info('Redis reachable again: key caches reloaded');
-      keyCache.invalidate();
-      reloadSigningKeys();
-    },
-  );
+  followKeyChanges(store, keyCache, (id) => revocations?.keyRevoked(id), log, teardown);
   if (config.REDIS_URL) readiness.register('redis', store.bus);
-  // Another node (or the CLI) may rotate the signing key: pick the new one up within a second, Redis
-  // or not (a small table; the notice only makes it sooner).
-  const reloadTimer = setInterval(() => void store.signingKeys.reload().catch(() => {}), 1000);
-  reloadTimer.unref();
-  opened(() => clearInterval(reloadTimer));
   const tokens = new TokenService(store.signingKeys, {
     issuer: config.TOKEN_ISSUER,
     audience: config.TOKEN_AUDIENCE,
     ttlSeconds: config.TOKEN_TTL_SECONDS,
   });
-  const peerFactory = config.WEBRTC_STACK === 'werift' ? weriftFactory : libDataChannelFactory;
-  const peerOptions = {
-    ...(config.ICE_BIND_ADDRESS ? { bindAddress: config.ICE_BIND_ADDRESS } : {}),
-    ...(config.ICE_PORT_RANGE ? { portRange: config.ICE_PORT_RANGE } : {}),
-    ...(config.ICE_PUBLIC_IP ? { publicIp: config.ICE_PUBLIC_IP } : {}),
-  };
-  // The server's own STUN/TURN list is built per peer connection: its TURN credentials expire.
-  const peers: PeerFactory = {
-    name: peerFactory({ ...peerOptions, iceServers: [] }).name,
-    create: (label) =>
-      peerFactory({
-        ...peerOptions,
-        iceServers: serverIceServers(config.SERVER_ICE_SERVERS, store.turnSecrets[0], config.TURN_CREDENTIAL_TTL_SECONDS),
-      }).create(label),
-  };
   const agents = createAgents(config, log, metrics);
-  opened(() => agents.close());
+  teardown.add('agents', () => agents.close());
   const sessionDefaults = sessionDefaultsOf(config);
   const nodeId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
   const nodeStore = new NodeStore(store.db);
-  const admission = new Admission(
-    {
-      maxCalls: config.MAX_CONCURRENT_CALLS,
-      maxHalfOpen: config.MAX_HALF_OPEN_CALLS,
-      maxCallsPerKey: config.MAX_CALLS_PER_KEY,
-      maxHalfOpenPerKey: config.MAX_HALF_OPEN_CALLS_PER_KEY,
-      maxCallsPerToken: config.MAX_CALLS_PER_TOKEN,
-    },
-    (counts) => metrics.halfOpenCalls.set(counts.halfOpen),
-  );
-  await store.webhookEndpoints.syncGlobal();
-  const webhooks = new WebhookDispatcher(
-    store.webhookOutbox,
-    store.webhookEndpoints,
-    {
-      pollMs: config.WEBHOOK_POLL_MS,
-      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
-      concurrency: config.WEBHOOK_CONCURRENCY,
-      retryMaxMs: config.WEBHOOK_RETRY_MAX_MS,
-      attempted: (outcome) => metrics.webhookAttempts.inc({ outcome }),
-    },
-    log,
-  );
-  webhooks.start();
-  opened(() => webhooks.stop());
-  const webhookPublisher = new WebhookPublisher(store.webhookEndpoints, store.webhookOutbox, webhooks);
+  const admission = admissionOf(config, metrics);
+  const webhookPublisher = await startWebhooks(config, store, metrics, log, teardown);
   const recordings = new Recordings(
     { byDefault: config.RECORDING === 'on', dir: config.RECORDING_DIR ?? join(config.DATA_DIR, 'recordings'), retentionDays: config.RECORDING_RETENTION_DAYS },
     (apiKeyId) => store.apiKeys.recordingOf(apiKeyId),
     log,
   );
   recordings.startRetention();
-  opened(() => recordings.stop());
+  teardown.add('recordings retention', () => recordings.stop());
   const calls = new CallManager({
     conversations: store.conversations,
     agentFor: (model) => agents.registry.factoryFor(model),
@@ -281,10 +227,12 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     defaultRoute: config.SIP_DEFAULT_ROUTE,
     routed: (decision, by) => metrics.sipRouting.inc({ decision, by }),
   });
-  const sip = config.SIP_PORT === undefined ? undefined : await startSip(config, { calls, apiKeys: store.apiKeys, sessionDefaults, routing: sipRouting, log, metrics });
-  if (sip) opened(() => sip.close());
+  if (config.SIP_PORT !== undefined) {
+    const sip = await startSip(config, { calls, apiKeys: store.apiKeys, sessionDefaults, routing: sipRouting, log, metrics });
+    teardown.add('SIP server', () => sip.close());
+  }
   const webrtc = new WebRtcTransports({
-    peers,
+    peers: peersOf(config, store.turnSecrets),
     candidates: new CandidateFilter({
       allow: config.ICE_CANDIDATE_ALLOW,
       deny: config.ICE_CANDIDATE_DENY,
@@ -294,7 +242,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     log,
     opusComplexity: config.OPUS_COMPLEXITY,
   });
-  revocations = new RevocationWatcher({
+  const watcher = new RevocationWatcher({
     liveCalls: () => calls.liveCalls(),
     ...(turnKeys ? { otherKeys: () => turnKeys.keys(), onRevoked: (id: string) => turnKeys.revoke(id) } : {}),
     revokedAmong: (ids) => store.apiKeys.revokedAmong(ids),
@@ -302,8 +250,9 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     pollMs: Math.max(500, config.KEY_CACHE_TTL_MS),
     log,
   });
-  revocations.start();
-  opened(() => revocations?.stop());
+  revocations = watcher;
+  watcher.start();
+  teardown.add('revocation watcher', () => watcher.stop());
   let nodeUrl: string | null = null;
   const liveness = new NodeLiveness(
     nodeStore,
@@ -322,7 +271,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     log,
   );
   await liveness.start();
-  opened(() => liveness.stop());
+  teardown.add('node liveness', () => liveness.stop());
   // Offered calls only while its heartbeats are recent: a node killed a moment ago is not.
   const nodeDirectory = new NodeDirectory(nodeStore, { selfId: nodeId, freshForMs: Math.min(config.NODE_LOST_AFTER_MS, 3 * config.NODE_HEARTBEAT_MS) });
   readiness.register('node', () => (calls.isDraining ? { state: 'failed', detail: 'shutting down' } : { state: 'ready' }));
@@ -349,37 +298,108 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     agents: agents.registry,
     sessionDefaults,
     turn,
-    iceServers: (token, apiKeyId) => {
-      const turnUrls = turn.upUrls();
-      // A call may start as late as the token's end and last its maximum duration: no credential needs longer.
-      const tokenLeft = Math.max(0, token.exp - Math.floor(Date.now() / 1000));
-      const ttl = Math.min(config.TURN_CREDENTIAL_TTL_SECONDS, tokenLeft + Math.ceil(config.CALL_MAX_DURATION_MS / 1000));
-      return buildIceServers(
-        {
-          stunUrls: config.STUN_URLS ?? (stun ? [embeddedStunUrl(stun.address, config.ICE_PUBLIC_IP)] : stunUrlsOfTurnServers(turn.upUrls())),
-          turnUrls,
-          turnSecret: turnUrls.length ? (turnKeys?.grant(apiKeyId) ?? store.turnSecrets[0]) : undefined,
-          turnTtlSeconds: ttl,
-        },
-        token.jti,
-      );
+    iceServers: iceServersOf(config, { stun, turn, turnKeys, turnSecrets: store.turnSecrets }),
+    close: () => teardown.close(),
+  };
+}
+
+/**
+ * Keeps the key cache and the signing keys current: notices from the other nodes and the CLI
+ * (Redis), and a reload of the signing keys every second, Redis or not (a small table; a notice
+ * only makes it sooner).
+ */
+function followKeyChanges(store: Store, keyCache: ApiKeyCache, keyRevoked: (id: string) => void, log: FastifyBaseLogger, teardown: Teardown): void {
+  const reloadSigningKeys = () => void store.signingKeys.reload().catch(() => {});
+  store.bus.subscribe(
+    (message) => {
+      if (message.kind === 'key-revoked') {
+        keyCache.invalidate();
+        keyRevoked(message.id);
+      } else reloadSigningKeys();
     },
-    async close() {
-      clearInterval(reloadTimer);
-      eventLoop.stop();
-      turnKeys?.close();
-      revocations?.stop();
-      recordings.stop();
-      await liveness.stop();
-      await keyCache.stop();
-      await webhooks.stop();
-      await agents.close();
-      await store.bus.close();
-      await store.db.destroy();
-      await stun?.close();
-      await sip?.close();
-      await turn.close();
+    () => {
+      // Back after a Redis outage: notices sent meanwhile are lost, so start over from the store.
+      log.info('Redis reachable again: key caches reloaded');
+      keyCache.invalidate();
+      reloadSigningKeys();
     },
+  );
+  const reloadTimer = setInterval(reloadSigningKeys, 1000);
+  reloadTimer.unref();
+  teardown.add('signing key reload', () => clearInterval(reloadTimer));
+}
+
+function admissionOf(config: Config, metrics: Metrics): Admission {
+  return new Admission(
+    {
+      maxCalls: config.MAX_CONCURRENT_CALLS,
+      maxHalfOpen: config.MAX_HALF_OPEN_CALLS,
+      maxCallsPerKey: config.MAX_CALLS_PER_KEY,
+      maxHalfOpenPerKey: config.MAX_HALF_OPEN_CALLS_PER_KEY,
+      maxCallsPerToken: config.MAX_CALLS_PER_TOKEN,
+    },
+    (counts) => metrics.halfOpenCalls.set(counts.halfOpen),
+  );
+}
+
+/** The webhook deliveries (the dispatcher started) and the publisher that writes their events. */
+async function startWebhooks(config: Config, store: Store, metrics: Metrics, log: FastifyBaseLogger, teardown: Teardown): Promise<WebhookPublisher> {
+  await store.webhookEndpoints.syncGlobal();
+  const dispatcher = new WebhookDispatcher(
+    store.webhookOutbox,
+    store.webhookEndpoints,
+    {
+      pollMs: config.WEBHOOK_POLL_MS,
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      concurrency: config.WEBHOOK_CONCURRENCY,
+      retryMaxMs: config.WEBHOOK_RETRY_MAX_MS,
+      attempted: (outcome) => metrics.webhookAttempts.inc({ outcome }),
+    },
+    log,
+  );
+  dispatcher.start();
+  teardown.add('webhook dispatcher', () => dispatcher.stop());
+  return new WebhookPublisher(store.webhookEndpoints, store.webhookOutbox, dispatcher);
+}
+
+/** The server's side of WebRTC calls: its own STUN/TURN list is built per peer connection, as its TURN credentials expire. */
+function peersOf(config: Config, turnSecrets: string[]): PeerFactory {
+  const peerFactory = config.WEBRTC_STACK === 'werift' ? weriftFactory : libDataChannelFactory;
+  const peerOptions = {
+    ...(config.ICE_BIND_ADDRESS ? { bindAddress: config.ICE_BIND_ADDRESS } : {}),
+    ...(config.ICE_PORT_RANGE ? { portRange: config.ICE_PORT_RANGE } : {}),
+    ...(config.ICE_PUBLIC_IP ? { publicIp: config.ICE_PUBLIC_IP } : {}),
+  };
+  return {
+    name: peerFactory({ ...peerOptions, iceServers: [] }).name,
+    create: (label) =>
+      peerFactory({
+        ...peerOptions,
+        iceServers: serverIceServers(config.SERVER_ICE_SERVERS, turnSecrets[0], config.TURN_CREDENTIAL_TTL_SECONDS),
+      }).create(label),
+  };
+}
+
+/** ice-config's body for a token of a key (Services.iceServers). */
+function iceServersOf(
+  config: Config,
+  ice: { stun: StunServer | undefined; turn: TurnService; turnKeys: TurnKeySecrets | undefined; turnSecrets: string[] },
+): Services['iceServers'] {
+  const { stun, turn, turnKeys, turnSecrets } = ice;
+  return (token, apiKeyId) => {
+    const turnUrls = turn.upUrls();
+    // A call may start as late as the token's end and last its maximum duration: no credential needs longer.
+    const tokenLeft = Math.max(0, token.exp - Math.floor(Date.now() / 1000));
+    const ttl = Math.min(config.TURN_CREDENTIAL_TTL_SECONDS, tokenLeft + Math.ceil(config.CALL_MAX_DURATION_MS / 1000));
+    return buildIceServers(
+      {
+        stunUrls: config.STUN_URLS ?? (stun ? [embeddedStunUrl(stun.address, config.ICE_PUBLIC_IP)] : stunUrlsOfTurnServers(turn.upUrls())),
+        turnUrls,
+        turnSecret: turnUrls.length ? (turnKeys?.grant(apiKeyId) ?? turnSecrets[0]) : undefined,
+        turnTtlSeconds: ttl,
+      },
+      token.jti,
+    );
   };
 }
 

@@ -3,8 +3,8 @@
 import { destination, pino, type DestinationStream, type Logger } from 'pino';
 import pretty from 'pino-pretty';
 import type { ApiKeyStore } from './auth/apiKeys.js';
+import { demoMode } from './config/demoMode.js';
 import type { Config } from './config/env.js';
-import { demoMode } from './http/routes/demo.js';
 import { hostInUrl } from './system/addresses.js';
 
 export function createLog(config: Config): Logger {

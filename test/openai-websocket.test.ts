@@ -18,8 +18,7 @@ import { OpenAIRealtimeWS as OpenAIRealtimeWSBeta } from 'openai-v4/beta/realtim
 import { OpenAIRealtimeWS } from 'openai/realtime/ws';
 import { Agent, request } from 'undici';
 import WebSocket from 'ws';
-import { decodeWireAudio, encodeWireAudio } from '../src/media/audio/wireAudio.ts';
-import type { AudioEncoding } from '../src/session/session.ts';
+import { decodeWireAudio, encodeWireAudio, type AudioEncoding } from '../src/media/audio/wireAudio.ts';
 import { launchBrowser } from './helpers/browser.ts';
 import { startOpenAiApp } from './helpers/openaiApp.ts';
 import { concat } from './helpers/pcm.ts';

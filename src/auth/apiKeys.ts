@@ -1,10 +1,8 @@
 // Permanent server API keys: generated once, shown once, stored only as a peppered HMAC.
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { API_KEY_PREFIX } from '../config/apiKeyFormat.js';
 import type { Db } from '../storage/db.js';
 import { randomBase62 } from '../system/ids.js';
-
-export const API_KEY_PREFIX = 'sk_parley_ai_';
-const API_KEY_PATTERN = /^sk_parley_ai_[0-9A-Za-z]{32,128}$/;
 
 export interface ApiKeyRecord {
   id: string;
@@ -21,10 +19,6 @@ export type RecordingChoice = 'on' | 'off';
 
 export function hashApiKey(pepper: string, key: string): string {
   return createHmac('sha256', pepper).update(key).digest('hex');
-}
-
-export function looksLikeApiKey(value: string): boolean {
-  return API_KEY_PATTERN.test(value);
 }
 
 export class ApiKeyStore {

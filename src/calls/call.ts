@@ -13,6 +13,7 @@ import { CallMeter, type CallFigures } from './callFigures.js';
 import { CallLifecycle, type CallState, type CallTimeouts } from './lifecycle.js';
 import { TokenBucket } from '../system/tokenBucket.js';
 import type { CallControl, ClientProtocol, ProtocolFactory } from './protocol/types.js';
+import { Sidebands } from './sideband.js';
 import type { CallTransport, MessageChannel } from './transport.js';
 
 /** Events held while the client's channel is not open yet. */
@@ -72,11 +73,8 @@ export class Call implements CallControl {
   private pending: CallEvent[] = [];
   private finished: Promise<void> | undefined;
   private readonly observers: CallObserver[] = [];
-  /** Sideband connections: each a protocol of its own on the same call (protocol/openai over a WebSocket). */
-  private readonly controls = new Map<ClientProtocol, MessageChannel>();
-  /** Tools a sideband declared, and the calls of them the model made (the client is not told of these). */
-  private readonly sidebandTools = new Set<string>();
-  private readonly sidebandCalls = new Set<string>();
+  /** The app's servers beside the client, on the same call (sideband.ts). */
+  private readonly sidebands: Sidebands;
   private readonly messageRate: TokenBucket;
   private readonly replyRate: TokenBucket;
   /** When the client was last told it is over its event rate (once a second at most). */
@@ -99,6 +97,7 @@ export class Call implements CallControl {
     const { messagesPerSecond, repliesPerSecond } = opts.rates;
     this.messageRate = new TokenBucket(messagesPerSecond, 2 * messagesPerSecond);
     this.replyRate = new TokenBucket(repliesPerSecond, Math.max(3, 2 * repliesPerSecond));
+    this.sidebands = new Sidebands(this, messagesPerSecond);
     this.lifecycle = new CallLifecycle(opts.timeouts, (state, reason) => void this.close(state, reason));
     this.protocol = opts.protocol(this, (message) => this.channel?.send(JSON.stringify(message)));
     this.host = new AgentHost(
@@ -179,74 +178,7 @@ export class Call implements CallControl {
    */
   attachControl(channel: MessageChannel, protocolFor: ProtocolFactory): void {
     if (this.lifecycle.ended) return channel.close();
-    const protocol = protocolFor(this.sidebandControl(), (message) => channel.send(JSON.stringify(message)));
-    const rate = new TokenBucket(this.opts.rates.messagesPerSecond, 2 * this.opts.rates.messagesPerSecond);
-    this.controls.set(protocol, channel);
-    channel.onMessage((text) => {
-      if (rate.take()) protocol.receive(text);
-    });
-    channel.onClose(() => this.controls.delete(protocol));
-    protocol.opened();
-  }
-
-  /**
-   * The call as a sideband connection commands it: the same, except that the tools it declares are
-   * its own — their calls and outputs go to the sidebands only, never to the client holding the media.
-   */
-  private sidebandControl(): CallControl {
-    const call = this;
-    return {
-      get id() {
-        return call.id;
-      },
-      get conversation() {
-        return call.conversation;
-      },
-      get audioInEvents() {
-        return call.audioInEvents;
-      },
-      session: () => call.session(),
-      updateSession: (next) => {
-        const before = new Set(call.current.tools.map((t) => t.name));
-        for (const tool of next.tools) if (!before.has(tool.name)) call.sidebandTools.add(tool.name);
-        call.updateSession(next);
-      },
-      addItem: (item, after) => call.addItem(item, after),
-      deleteItem: (id) => call.deleteItem(id),
-      truncateItem: (id, ms) => call.truncateItem(id, ms),
-      createResponse: (request) => call.createResponse(request),
-      cancelResponse: () => call.cancelResponse(),
-      clearOutputAudio: () => call.clearOutputAudio(),
-      appendInputAudio: () => false,
-      commitInput: () => call.commitInput(),
-      clearInput: () => call.clearInput(),
-      // A sideband leaving is not the caller hanging up.
-      end: () => {},
-      logFailure: (err) => call.logFailure(err),
-    };
-  }
-
-  /** Whether the client holding the media is told `event`: not the calls of tools a sideband declared. */
-  private forClient(event: CallEvent): boolean {
-    if (this.sidebandTools.size === 0) return true;
-    switch (event.type) {
-      case 'item.added':
-      case 'item.done':
-      case 'response.output_item.added':
-      case 'response.output_item.done': {
-        const item = event.item;
-        if (item.type === 'function_call' && this.sidebandTools.has(item.name)) {
-          this.sidebandCalls.add(item.callId);
-          return false;
-        }
-        return !(item.type === 'function_call_output' && this.sidebandCalls.has(item.callId));
-      }
-      case 'response.function_call_arguments.delta':
-      case 'response.function_call_arguments.done':
-        return !this.sidebandCalls.has(event.callId);
-      default:
-        return true;
-    }
+    this.sidebands.attach(channel, protocolFor);
   }
 
   // CallControl
@@ -373,8 +305,8 @@ export class Call implements CallControl {
   private emit(event: CallEvent): void {
     this.meter.event(event);
     this.notify((o) => o.event?.(this, event));
-    for (const control of this.controls.keys()) control.deliver(event);
-    if (!this.forClient(event)) return;
+    this.sidebands.deliver(event);
+    if (!this.sidebands.forClient(event)) return;
     if (this.channel) this.protocol.deliver(event);
     else if (this.pending.length < PENDING_EVENTS_LIMIT) this.pending.push(event);
   }
@@ -394,11 +326,7 @@ export class Call implements CallControl {
   private close(state: 'ended' | 'failed', reason: string): Promise<void> {
     this.host.close();
     if (this.channel) this.protocol.ended(reason);
-    for (const [control, channel] of this.controls) {
-      control.ended(reason);
-      channel.close();
-    }
-    this.controls.clear();
+    this.sidebands.ended(reason);
     this.finished = (async () => {
       await this.transport.close(reason);
       this.finalFigures = this.measure();

@@ -8,7 +8,8 @@ import { loadOrCreateLocalSecrets } from '../auth/localSecrets.js';
 import { coturnConfig, coturnOptionsFromConfig, managedCoturnConfig } from '../ice/coturnConfig.js';
 import { ensureDataDir } from '../system/dataDir.js';
 import { StartupError } from '../system/startupError.js';
-import { DEFAULT_WEBHOOK_EVENTS, WEBHOOK_EVENT_TYPES, parseEventTypes } from '../webhooks/events.js';
+import { WEBHOOK_EVENT_TYPES, parseEventTypes } from '../config/webhookEventTypes.js';
+import { DEFAULT_WEBHOOK_EVENTS } from '../webhooks/events.js';
 
 dotenv.config();
 

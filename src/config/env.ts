@@ -3,10 +3,10 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
-import { looksLikeApiKey } from '../auth/apiKeys.js';
 import { parseCidr } from '../system/cidr.js';
-import { parseEventTypes } from '../webhooks/events.js';
-import { isWebhookSecret } from '../webhooks/secrets.js';
+import { looksLikeApiKey } from './apiKeyFormat.js';
+import { parseEventTypes } from './webhookEventTypes.js';
+import { isWebhookSecret } from './webhookSecretFormat.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {

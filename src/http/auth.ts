@@ -2,8 +2,8 @@
 // The hooks are callback-style and answer synchronously from the node's caches (the common case);
 // only a cache miss waits for the store.
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import { looksLikeApiKey } from '../auth/apiKeys.js';
 import type { TokenClaims } from '../auth/tokens.js';
+import { looksLikeApiKey } from '../config/apiKeyFormat.js';
 import type { Services } from '../services.js';
 import { HttpError, MESSAGES, nestedApiKeyError, shapeA } from './errors.js';
 

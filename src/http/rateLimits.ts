@@ -2,7 +2,7 @@
 // per client address (wrong keys included, so before authentication) and per API key (after it),
 // and calls (both forms) per ephemeral token. Beyond a limit: 429 with Retry-After, in Shape A on
 // Orga's routes and in OpenAI's error object on OpenAI's. Counted in Redis when REDIS_URL is set
-// (every node and worker together), else in this process's memory; see src/storage/rateLimits.ts.
+// (every node and worker together), else in this process's memory; see src/storage/openRateLimitStore.ts.
 //
 // The hooks are attached when the routes are declared (onRoute), so the route modules stay as they
 // are. A calls request that a full node passes on (src/http/nodeForwarding.ts, before its body is
@@ -12,9 +12,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import { RETRY_AFTER_SECONDS, type CallLimitExceeded } from '../calls/admission.js';
 import type { Config } from '../config/env.js';
 import type { Metrics } from '../observability/metrics.js';
-import { MemoryRateLimitStore } from '../storage/memoryRateLimits.js';
+import { openRateLimitStore } from '../storage/openRateLimitStore.js';
 import type { RateDecision, RateLimitStore } from '../storage/rateLimits.js';
-import { RedisRateLimitStore } from '../storage/redisRateLimits.js';
 import { HttpError, shapeA, type ShapeABody } from './errors.js';
 
 declare module 'fastify' {
@@ -49,14 +48,6 @@ export function rateLimited(form: Form, message: string, retryAfterSeconds: numb
 export function callLimited(form: Form, err: CallLimitExceeded, metrics: Metrics): HttpError {
   metrics.rateLimited.inc({ limit: err.limit });
   return rateLimited(form, err.message, RETRY_AFTER_SECONDS);
-}
-
-/** The store for `config`: Redis (waiting briefly for its first connection) or memory. */
-export async function openRateLimitStore(config: Pick<Config, 'REDIS_URL'>, log: FastifyInstance['log']): Promise<RateLimitStore> {
-  if (!config.REDIS_URL) return new MemoryRateLimitStore();
-  const store = new RedisRateLimitStore(config.REDIS_URL, log);
-  await store.start();
-  return store;
 }
 
 /** Routes that look up an API key or token besides client-secrets and calls (which have their own limits). */

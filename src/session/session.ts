@@ -1,5 +1,6 @@
 // A call's session: what the agent does and how, in Parley's own terms. Each wire protocol (Orga's
 // `params`/`session.update`, OpenAI's session object) reads into it and writes out of it.
+import type { AudioEncoding } from '../media/audio/wireAudio.js';
 import { DEFAULT_MODEL, DEFAULT_TEMPERATURE, DEFAULT_VOICE, type Modality } from './catalog.js';
 import type { ToolChoice, ToolDefinition } from './tools.js';
 
@@ -50,9 +51,6 @@ export interface Session {
 
 /** OpenAI's noise_reduction types: a headset or handset microphone, or a laptop's or room's. */
 export type NoiseReduction = 'near_field' | 'far_field';
-
-/** Audio inside events: 16-bit little-endian PCM at 24 kHz, or G.711 μ-law / A-law at 8 kHz (OpenAI's audio/pcm, pcmu, pcma). */
-export type AudioEncoding = 'pcm16' | 'pcmu' | 'pcma';
 
 /** Defaults that come from the operator's configuration. */
 export interface SessionDefaults {

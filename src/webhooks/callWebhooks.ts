@@ -6,9 +6,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { ConversationTurn } from '../agent/types.js';
 import type { Call, CallObserver } from '../calls/call.js';
+import type { WebhookEventType } from '../config/webhookEventTypes.js';
 import { callEndedData, callStartedData, callTurnData } from './payloads.js';
 import type { WebhookPublisher } from './publisher.js';
-import type { WebhookEventType } from './events.js';
 
 /** Ends of calls that never were: the client's request was refused and the call never recorded. */
 const NOT_A_CALL = new Set(['offer_rejected', 'not_recorded']);

@@ -1,8 +1,9 @@
 // Webhook endpoints: per API key (added with the CLI, its secret shown once and kept encrypted), and
 // the global one from WEBHOOK_URL (row `global`, its secret only in the configuration).
+import type { WebhookEventType } from '../config/webhookEventTypes.js';
 import type { Db, WebhookEndpointsTable } from '../storage/db.js';
 import { randomId } from '../system/ids.js';
-import { DEFAULT_WEBHOOK_EVENTS, type WebhookEventType } from './events.js';
+import { DEFAULT_WEBHOOK_EVENTS } from './events.js';
 import { WebhookSecretBox, newWebhookSecret } from './secrets.js';
 
 export const GLOBAL_ENDPOINT_ID = 'global';

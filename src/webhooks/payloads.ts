@@ -2,9 +2,9 @@
 // document publishes (its `webhooks`), so what is sent and what is documented cannot drift apart.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { Call } from '../calls/call.js';
+import type { WebhookEventType } from '../config/webhookEventTypes.js';
 import type { ConversationRecord } from '../storage/conversations.js';
 import { CallQualitySchema, CallUsageSchema } from '../calls/callFigures.js';
-import type { WebhookEventType } from './events.js';
 
 /** When a call was created, connected and ended (unix ms), as its webhook observer saw it. */
 export interface CallTimes {

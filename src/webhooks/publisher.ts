@@ -1,5 +1,6 @@
 // Writes an event to the outbox for every endpoint that receives it, then wakes the dispatcher.
-import { webhookEvent, type WebhookEvent, type WebhookEventType } from './events.js';
+import type { WebhookEventType } from '../config/webhookEventTypes.js';
+import { webhookEvent, type WebhookEvent } from './events.js';
 import type { WebhookDispatcher } from './dispatcher.js';
 import type { WebhookEndpointStore } from './endpoints.js';
 import type { WebhookOutbox } from './outbox.js';

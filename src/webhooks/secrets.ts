@@ -1,18 +1,10 @@
 // Webhook signing secrets: `whsec_` + base64 of 32 random bytes (the Standard Webhooks form), kept
 // in the store encrypted with a key derived from the pepper, as the token signing keys are.
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-
-export const WEBHOOK_SECRET_PREFIX = 'whsec_';
+import { WEBHOOK_SECRET_PREFIX } from '../config/webhookSecretFormat.js';
 
 export function newWebhookSecret(): string {
   return WEBHOOK_SECRET_PREFIX + randomBytes(32).toString('base64');
-}
-
-/** Whether `secret` is whsec_ followed by base64 of at least 24 bytes. */
-export function isWebhookSecret(secret: string): boolean {
-  if (!secret.startsWith(WEBHOOK_SECRET_PREFIX)) return false;
-  const body = secret.slice(WEBHOOK_SECRET_PREFIX.length);
-  return /^[A-Za-z0-9+/]+={0,2}$/.test(body) && body.length % 4 === 0 && Buffer.from(body, 'base64').length >= 24;
 }
 
 export class WebhookSecretBox {

@@ -2,7 +2,7 @@
 // in front (this machine only), anywhere with DEMO_ENABLED=true, nowhere with DEMO_ENABLED=false.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { demoMode, isLoopbackHost } from '../../src/http/routes/demo.ts';
+import { demoMode, isLoopbackHost } from '../../src/config/demoMode.ts';
 
 test('the demo is on by default on a loopback HOST only; DEMO_ENABLED=true anywhere; false nowhere', () => {
   const noProxy: string[] = [];

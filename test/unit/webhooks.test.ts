@@ -14,7 +14,8 @@ import { RETRY_WINDOW_MS, nextAttemptAt, retryDelayMs } from '../../src/webhooks
 import { WebhookEndpointStore } from '../../src/webhooks/endpoints.ts';
 import { webhookEvent } from '../../src/webhooks/events.ts';
 import { WebhookOutbox } from '../../src/webhooks/outbox.ts';
-import { WebhookSecretBox, isWebhookSecret, newWebhookSecret } from '../../src/webhooks/secrets.ts';
+import { WebhookSecretBox, newWebhookSecret } from '../../src/webhooks/secrets.ts';
+import { isWebhookSecret } from '../../src/config/webhookSecretFormat.ts';
 
 test('retry delays grow exponentially from 1 s, capped, fully jittered', () => {
   const top = () => 0.999999;

@@ -5,8 +5,8 @@
 import type { WebSocket } from 'ws';
 import { FRAME_SAMPLES, SAMPLE_RATE, type AudioOut } from '../../media/audio/format.js';
 import { StreamResampler, frameConverter } from '../../media/audio/resample.js';
-import { WIRE_RATE, decodeWireAudio, encodeWireAudio } from '../../media/audio/wireAudio.js';
-import type { AudioEncoding, Session } from '../../session/session.js';
+import { WIRE_RATE, decodeWireAudio, encodeWireAudio, type AudioEncoding } from '../../media/audio/wireAudio.js';
+import type { Session } from '../../session/session.js';
 import { bytesOnlyQuality, type AudioTally, type WireQuality } from '../callFigures.js';
 import type { CallTransport, TransportEvents } from '../transport.js';
 import { websocketChannel } from './websocketChannel.js';

@@ -2,9 +2,10 @@
 // /demo/session), or, where the demo is off, a short description of the service. The route follows
 // the contract's proxy guidance: the API key stays on the server, each client IP is rate-limited, raw
 // tokens are never logged. The demo is on by default only where nobody but this machine can reach it
-// (a loopback HOST, no TRUST_PROXY), and then refuses requests a proxy forwarded; DEMO_ENABLED=true
+// (a loopback HOST, no TRUST_PROXY: config/demoMode.ts), and then refuses requests a proxy forwarded; DEMO_ENABLED=true
 // serves it on any bind. Its calls count against its key's limits like any key's (calls/admission.ts).
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { demoMode } from '../../config/demoMode.js';
 import type { Services } from '../../services.js';
 import { DemoKey } from '../demo/demoKey.js';
 import { HttpError, shapeA } from '../errors.js';
@@ -22,20 +23,6 @@ const PAGE_HEADERS = {
   'permissions-policy': 'microphone=(self), camera=(self)',
   'cache-control': 'no-cache',
 };
-
-/** on: DEMO_ENABLED=true; local: by default on a loopback bind with no proxy in front; off. */
-export type DemoMode = 'on' | 'local' | 'off';
-
-export function demoMode(config: Pick<Services['config'], 'DEMO_ENABLED' | 'HOST' | 'TRUST_PROXY'>): DemoMode {
-  if (config.DEMO_ENABLED !== undefined) return config.DEMO_ENABLED ? 'on' : 'off';
-  return isLoopbackHost(config.HOST) && config.TRUST_PROXY.length === 0 ? 'local' : 'off';
-}
-
-/** 127.0.0.0/8, ::1 (and its IPv4-mapped form) or localhost: reachable from this machine only. */
-export function isLoopbackHost(host: string): boolean {
-  const h = host.trim().toLowerCase().replace(/^\[|\]$/g, '');
-  return h === 'localhost' || h === '::1' || /^(::ffff:)?127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
-}
 
 function sendFile(reply: FastifyReply, file: PageFile): FastifyReply {
   return reply.headers(PAGE_HEADERS).type(file.type).send(file.body);

@@ -4,8 +4,8 @@
 // ordinary HTTP answer (401, 429, 503) the client can read.
 import websocket from '@fastify/websocket';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { looksLikeApiKey } from '../../auth/apiKeys.js';
 import type { TokenClaims } from '../../auth/tokens.js';
+import { looksLikeApiKey } from '../../config/apiKeyFormat.js';
 import { CallCapacityExceeded, CallLimitExceeded } from '../../calls/callManager.js';
 import { openAiDefaultSession } from '../../calls/protocol/openaiSession.js';
 import { websocketChannel } from '../../calls/websocket/websocketChannel.js';

@@ -1,7 +1,9 @@
 // Audio carried inside events (a WebSocket session's input_audio_buffer.append and
 // response.output_audio.delta): base64 of 16-bit little-endian PCM at 24 kHz, or of G.711 at 8 kHz.
 import alawmulaw from 'alawmulaw';
-import type { AudioEncoding } from '../../session/session.js';
+
+/** Audio inside events: 16-bit little-endian PCM at 24 kHz, or G.711 μ-law / A-law at 8 kHz (OpenAI's audio/pcm, pcmu, pcma). */
+export type AudioEncoding = 'pcm16' | 'pcmu' | 'pcma';
 
 /** The sample rate each encoding is carried at. */
 export const WIRE_RATE: Record<AudioEncoding, number> = { pcm16: 24_000, pcmu: 8_000, pcma: 8_000 };
