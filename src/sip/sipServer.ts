@@ -9,17 +9,17 @@ import { createServer, type Server, type Socket as TcpSocket } from 'node:net';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import type { BlockList } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Session } from '../../session/session.js';
-import { contains, unmapped } from '../../system/cidr.js';
-import { randomId } from '../../system/ids.js';
-import { CallCapacityExceeded, CallLimitExceeded, type CallManager } from '../callManager.js';
-import { TransportRejected } from '../transport.js';
+import type { Session } from '../session/session.js';
+import { contains, unmapped } from '../system/cidr.js';
+import { randomId } from '../system/ids.js';
+import { CallCapacityExceeded, CallLimitExceeded, type CallManager } from '../calls/callManager.js';
+import { TransportRejected } from '../calls/transport.js';
 import { callerAdmission } from './callerAdmission.js';
 import type { DigestAuth } from './digest.js';
 import { MAX_MESSAGE_BYTES, frame, param, parseMessage, uriOf, userOf, writeMessage, type SipRequest, type SipResponse } from './message.js';
-import { readOffer, writeAnswer, type AudioOffer } from './sdp.js';
+import { readOffer, writeAnswer, type AudioOffer } from '../calls/sip/sdp.js';
 import type { RouteOutcome, SipRouting } from './sipRouting.js';
-import { SipTransport } from './sipTransport.js';
+import { SipTransport } from '../calls/sip/sipTransport.js';
 
 /** RFC 3261 timers: T1 (the first retransmission), T2 (the longest interval), 64·T1 (give up). */
 const T1_MS = 500;
