@@ -2,7 +2,7 @@
 // resent over UDP from T1 doubling to T2 (Timer E) until a final response, given up at 64·T1 (Timer F).
 import type { Peer } from './listener.js';
 import type { SipResponse } from './message.js';
-import { T1_MS, T2_MS, TRANSACTION_MS } from './serverTransactions.js';
+import { T1_MS, T2_MS, TRANSACTION_MS } from './timers.js';
 
 interface Pending {
   timer?: NodeJS.Timeout;

@@ -9,7 +9,8 @@ import { ALLOW, CALL_ID_HEADER, type SipCore } from './core.js';
 import type { Peer } from './listener.js';
 import { param, writeMessage, type SipRequest } from './message.js';
 import { responseTo, type Headers } from './responses.js';
-import { T1_MS, T2_MS, TRANSACTION_MS, type InviteServerTransaction } from './serverTransactions.js';
+import type { InviteServerTransaction } from './serverTransactions.js';
+import { T1_MS, T2_MS, TRANSACTION_MS } from './timers.js';
 
 export interface Dialog {
   /** Parley's id of the call (conv_…). */

@@ -7,15 +7,9 @@
 // or proceeding until their final response, then completed until Timer J.
 import type { Peer } from './listener.js';
 import type { SipRequest } from './message.js';
+import { T1_MS, T2_MS, T4_MS, TRANSACTION_MS } from './timers.js';
 
-/** RFC 3261 timers: T1 (the first retransmission), T2 (the longest interval), T4 (a message's longest life in the network). */
-export const T1_MS = 500;
-export const T2_MS = 4000;
-const T4_MS = 5000;
-/** 64·T1: a transaction gives up (Timers B, F, H, J, L). */
-export const TRANSACTION_MS = 64 * T1_MS;
-
-/** Server transactions remembered at most (32 s each): past it, a flood's new requests go unanswered. */
+/** Server transactions remembered at most: past it, a flood's new requests go unanswered. */
 const MAX_TRANSACTIONS = 20_000;
 
 type Send = (bytes: Buffer) => void;
@@ -62,7 +56,7 @@ abstract class ServerTransaction<State extends string> {
   }
 }
 
-export type InviteState = 'proceeding' | 'accepted' | 'completed' | 'confirmed' | 'terminated';
+type InviteState = 'proceeding' | 'accepted' | 'completed' | 'confirmed' | 'terminated';
 
 export class InviteServerTransaction extends ServerTransaction<InviteState> {
   state: InviteState = 'proceeding';
@@ -114,7 +108,7 @@ export class InviteServerTransaction extends ServerTransaction<InviteState> {
   }
 }
 
-export type NonInviteState = 'trying' | 'proceeding' | 'completed' | 'terminated';
+type NonInviteState = 'trying' | 'proceeding' | 'completed' | 'terminated';
 
 export class NonInviteServerTransaction extends ServerTransaction<NonInviteState> {
   state: NonInviteState = 'trying';
@@ -164,7 +158,7 @@ export class ServerTransactions {
  * RFC 3261 §17.2.3: the top Via's branch and sent-by, and the method (an ACK's is its INVITE's).
  * RFC 2543 peers have no branch cookie: the dialog and sequence name the transaction.
  */
-export function transactionKey(req: SipRequest, method: string): string {
+function transactionKey(req: SipRequest, method: string): string {
   const m = method === 'ACK' ? 'INVITE' : method;
   if (!req.branch.startsWith('z9hG4bK')) return `${req.callId}|${req.from}|${req.cseq.seq}|${m}`;
   return `${req.branch}|${sentBy(req.headers.all('via')[0] ?? '')}|${m}`;
