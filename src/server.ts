@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from './config/env.js';
 import { buildApp } from './http/app.js';
 import { createServices } from './services.js';
+import { startSipDoor, type SipDoor } from './sip/start.js';
 import { createDevelopmentKey, createLog, printReady } from './startup.js';
 import { hostInUrl } from './system/addresses.js';
 import { ensureDataDir } from './system/dataDir.js';
@@ -53,6 +54,16 @@ async function runNode(config: Config): Promise<void> {
     await services.close();
     throw bindFailure(err, 'the node-to-node listener', config.INTERNAL_HOST, internalPort, 'INTERNAL_PORT (or INTERNAL_HOST)');
   });
+  // The SIP front door, when configured (the first worker's only: see workers.ts).
+  let sip: SipDoor | undefined;
+  if (config.SIP_PORT !== undefined) {
+    sip = await startSipDoor(config, services, log).catch(async (err: unknown) => {
+      internal.close();
+      await app.close();
+      await services.close();
+      throw err;
+    });
+  }
   const internalAddr = internal.address();
   const nodeUrl = `http://${hostInUrl(config.INTERNAL_HOST)}:${typeof internalAddr === 'object' && internalAddr ? internalAddr.port : internalPort}`;
   await services.announce(nodeUrl).catch((err: Error) => log.warn({ err: err.message }, 'could not record this node in the registry yet (the next heartbeat will)'));
@@ -76,6 +87,7 @@ async function runNode(config: Config): Promise<void> {
     if (config.SHUTDOWN_GRACE_MS) await sleep(config.SHUTDOWN_GRACE_MS);
     internal.close();
     internal.closeAllConnections();
+    await sip?.close();
     await app.close();
     await services.close();
     // Not libdatachannel's cleanup(): it was seen to deadlock the main thread while closing tracks

@@ -13,10 +13,7 @@ import type { AgentRegistry } from './agent/registry.js';
 import { Admission } from './calls/admission.js';
 import { CallManager } from './calls/callManager.js';
 import { RevocationWatcher } from './calls/revocationWatcher.js';
-import { DigestAuth } from './calls/sip/digest.js';
 import { SipRouting } from './calls/sip/sipRouting.js';
-import { SipServer } from './calls/sip/sipServer.js';
-import { openAiDefaultSession } from './calls/protocol/openaiSession.js';
 import { NodeDirectory } from './calls/nodeDirectory.js';
 import { CandidateFilter, ownMediaAddresses } from './calls/webrtc/candidateFilter.js';
 import { WebRtcTransports } from './calls/webrtc/webrtcTransports.js';
@@ -37,7 +34,6 @@ import type { SessionDefaults } from './session/session.js';
 import { ClientSecretSessionStore } from './storage/clientSecretSessions.js';
 import { TurnKeySecrets } from './ice/turnKeySecrets.js';
 import { TurnService, type TurnHealth } from './ice/turnService.js';
-import { blockList } from './system/cidr.js';
 import { Teardown } from './system/teardown.js';
 import { ConversationStore } from './storage/conversations.js';
 import { openBus, type InvalidationBus } from './storage/bus.js';
@@ -45,7 +41,6 @@ import { databaseHealth, openDatabase, type DatabaseLog, type Db, type OpenDatab
 import { migrate } from './storage/migrations.js';
 import { NodeLiveness } from './storage/nodeLiveness.js';
 import { NodeStore, loadOrCreateNodeId } from './storage/nodes.js';
-import { openRateLimitStore } from './storage/openRateLimitStore.js';
 import { CallWebhooks } from './webhooks/callWebhooks.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { WebhookEndpointStore } from './webhooks/endpoints.js';
@@ -227,10 +222,6 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     defaultRoute: config.SIP_DEFAULT_ROUTE,
     routed: (decision, by) => metrics.sipRouting.inc({ decision, by }),
   });
-  if (config.SIP_PORT !== undefined) {
-    const sip = await startSip(config, { calls, apiKeys: store.apiKeys, sessionDefaults, routing: sipRouting, log, metrics });
-    teardown.add('SIP server', () => sip.close());
-  }
   const webrtc = new WebRtcTransports({
     peers: peersOf(config, store.turnSecrets),
     candidates: new CandidateFilter({
@@ -400,50 +391,6 @@ function iceServersOf(
       },
       token.jti,
     );
-  };
-}
-
-/** The SIP front door (SIP_PORT set): its calls are owned by SIP_API_KEY_ID, else the oldest active key. */
-async function startSip(config: Config, deps: { calls: CallManager; apiKeys: ApiKeyStore; sessionDefaults: SessionDefaults; routing: SipRouting; log: FastifyBaseLogger; metrics: Metrics }): Promise<{ close: () => Promise<void> }> {
-  const host = config.SIP_HOST || config.HOST;
-  const wildcard = host === '0.0.0.0' || host === '::';
-  // Our SDP must name an address the caller's RTP can reach: a wildcard names none.
-  if (wildcard && !config.ICE_PUBLIC_IP) throw new Error(`SIP binds ${host}: set SIP_HOST to an address callers reach, or ICE_PUBLIC_IP, for the SDP answers to announce`);
-  // INVITEs are counted where the HTTP limits are (Redis across nodes, else this process).
-  const limits = config.RATE_LIMIT_SIP_INVITES_PER_IP ? await openRateLimitStore(config, deps.log) : undefined;
-  const started = SipServer.start({
-    inviteLimit: limits && (async (address) => {
-      const decision = await limits.hit('sip-invite-ip', address, config.RATE_LIMIT_SIP_INVITES_PER_IP, config.RATE_LIMIT_WINDOW_SECONDS * 1000);
-      if (!decision.allowed) deps.metrics.rateLimited.inc({ limit: 'sip-invite-ip' });
-      return decision;
-    }),
-    host,
-    port: config.SIP_PORT!,
-    // The certificate HTTPS serves also secures SIP signalling (the media stays plain RTP).
-    tls: config.TLS_CERT_FILE && config.TLS_KEY_FILE ? { port: config.SIP_TLS_PORT ?? (config.SIP_PORT && config.SIP_PORT < 65535 ? config.SIP_PORT + 1 : 0), cert: config.TLS_CERT_FILE, key: config.TLS_KEY_FILE } : undefined,
-    announcedAddress: config.ICE_PUBLIC_IP || host,
-    calls: deps.calls,
-    auth: new DigestAuth(config.SIP_USERS),
-    trusted: config.SIP_TRUSTED_CIDRS.length ? blockList(config.SIP_TRUSTED_CIDRS) : undefined,
-    owner: async () => {
-      const active = (await deps.apiKeys.list()).filter((k) => !k.revokedAt);
-      if (config.SIP_API_KEY_ID) return active.find((k) => k.id === config.SIP_API_KEY_ID)?.id;
-      return active.sort((a, b) => a.createdAt.localeCompare(b.createdAt))[0]?.id;
-    },
-    session: () => openAiDefaultSession(deps.sessionDefaults),
-    routing: deps.routing,
-    log: deps.log,
-  });
-  const server = await started.catch(async (err: Error) => {
-    await limits?.close();
-    throw err;
-  });
-  deps.log.info({ sip: server.ports }, 'SIP front door listening');
-  return {
-    close: async () => {
-      await server.close();
-      await limits?.close();
-    },
   };
 }
 

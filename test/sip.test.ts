@@ -2,8 +2,8 @@
 // over G.711 answered by the agent (transcript in the record, the reply audible in what baresip
 // heard), BYE from baresip ending the call, a call hung up from Parley's side (baresip gets the
 // BYE) with DTMF digits read on the sideband WebSocket, an Opus call, digest authentication refusing a wrong
-// password; and raw SIP over UDP and TCP: malformed requests and a fuzz run answered 4xx or not at
-// all, the process alive and no call left behind.
+// password; and raw SIP over UDP and TCP: a failure response resent until its ACK, malformed
+// requests and a fuzz run answered 4xx or not at all, the process alive and no call left behind.
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { createSocket } from 'node:dgram';
@@ -411,6 +411,38 @@ describe('raw SIP', () => {
       assert.equal(record.quality.transport, 'sip');
       send('BYE', 6, { toTag });
       await answer('a second BYE refused', /^SIP\/2\.0 481 [^]*CSeq: 6 BYE/);
+    } finally {
+      socket.close();
+    }
+  });
+
+  test('a failure response to an INVITE is resent over UDP until its ACK (Timer G)', async () => {
+    const socket = createSocket('udp4');
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+    const challenges: string[] = [];
+    socket.on('message', (m) => {
+      if (/^SIP\/2\.0 401 /.test(m.toString('latin1'))) challenges.push(m.toString('latin1'));
+    });
+    try {
+      const invite = request('INVITE', { body: G729_ONLY }).replace('127.0.0.1:5999', `127.0.0.1:${socket.address().port}`);
+      socket.send(invite, sipPort, '127.0.0.1');
+      // Sent, then again T1 (500 ms) later.
+      await until('the challenge resent', () => challenges.length, (n) => n >= 2, 5000);
+      // The ACK of a failure response is the INVITE's own: same Via (branch), From, Call-ID, CSeq number; the To of the response.
+      const to = /\r\nTo: ([^\r]*)/.exec(challenges[0]!)![1]!;
+      const ack = invite
+        .replace(/^INVITE /, 'ACK ')
+        .replace(/CSeq: 1 INVITE/, 'CSeq: 1 ACK')
+        .replace(/\r\nTo: [^\r]*/, `\r\nTo: ${to}`)
+        .replace(/Content-Type: [^\r]*\r\n/, '')
+        .replace(/Content-Length: \d+\r\n\r\n[^]*$/, 'Content-Length: 0\r\n\r\n');
+      socket.send(ack, sipPort, '127.0.0.1');
+      // A copy already on its way when the ACK left is let through.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const acknowledged = challenges.length;
+      // Unacknowledged, copies would keep coming: 1.5, 3.5, 7.5 s after the first.
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      assert.equal(challenges.length, acknowledged, 'nothing resent after the ACK');
     } finally {
       socket.close();
     }

@@ -15,6 +15,7 @@ const LAYERS = [
   'workers.ts',
   'startup.ts',
   'http',
+  'sip',
   'services.ts',
   'webhooks',
   'calls',

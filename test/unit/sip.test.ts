@@ -3,10 +3,10 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { test } from 'node:test';
-import { callerAdmission } from '../../src/calls/sip/callerAdmission.ts';
-import { DigestAuth } from '../../src/calls/sip/digest.ts';
+import { callerAdmission } from '../../src/sip/callerAdmission.ts';
+import { DigestAuth } from '../../src/sip/digest.ts';
 import { blockList } from '../../src/system/cidr.ts';
-import { frame, param, parseMessage, uriOf, userOf } from '../../src/calls/sip/message.ts';
+import { frame, param, parseMessage, uriOf, userOf } from '../../src/sip/message.ts';
 import { readOffer, writeAnswer } from '../../src/calls/sip/sdp.ts';
 import { SrtpChannel } from '../../src/media/srtp.ts';
 import { TelephoneEvents } from '../../src/media/telephoneEvent.ts';

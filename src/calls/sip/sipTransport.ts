@@ -1,18 +1,15 @@
-// A phone call's media (the SIP dialog itself is the UAS's, sipServer.ts): RTP over UDP (plain, or
-// SRTP keyed by SDES when the caller offers RTP/SAVP) with G.711 or Opus each way, RFC 4733 key presses, and RTCP on its own port. Symmetric RTP: our audio goes
-// where the caller's comes from (callers behind NAT announce addresses nobody can reach); the first
-// valid packets latch that source and packets from any other are dropped.
-import { randomBytes, randomInt } from 'node:crypto';
+// A phone call's media (its SIP dialog is the front door's, src/sip/): the RTP session
+// (media/rtpSession.ts: G.711 or Opus each way, RTCP every five seconds on its own port) over UDP,
+// plain or SRTP keyed by SDES when the caller offers RTP/SAVP, and RFC 4733 key presses. Symmetric
+// RTP: our audio goes where the caller's comes from (callers behind NAT announce addresses nobody
+// can reach); the first valid packets latch that source and packets from any other are dropped.
+import { randomBytes } from 'node:crypto';
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { isRtcp } from 'werift-rtp';
-import { AudioReceiver } from '../../media/audioReceiver.js';
-import { AudioSender } from '../../media/audioSender.js';
 import { SAMPLE_RATE, type AudioOut } from '../../media/audio/format.js';
 import { frameConverter } from '../../media/audio/resample.js';
-import { g711Decoder, g711Encoder } from '../../media/g711.js';
-import { callReport, ntpNow, readRtcp } from '../../media/rtcp.js';
-import { RoundTripMeter } from '../../media/roundTrip.js';
 import { readRtp } from '../../media/rtp.js';
+import { RtpSession } from '../../media/rtpSession.js';
 import { SRTP_KEY_BYTES, SRTP_SALT_BYTES, SrtpChannel } from '../../media/srtp.js';
 import { TelephoneEvents } from '../../media/telephoneEvent.js';
 import { rtpQuality, type WireQuality } from '../callFigures.js';
@@ -35,10 +32,8 @@ export interface SipDialogControl {
 
 export class SipTransport implements CallTransport {
   readonly kind = 'sip';
-  private readonly sender: AudioSender;
-  private readonly receiver: AudioReceiver;
+  private readonly media: RtpSession;
   private readonly keys = new TelephoneEvents();
-  private readonly roundTrips = new RoundTripMeter();
   private events: TransportEvents | undefined;
   private toInputRate: (frame: Int16Array) => Int16Array = (frame) => frame;
   private offer: AudioOffer;
@@ -47,7 +42,6 @@ export class SipTransport implements CallTransport {
   private rtcpPeer: Endpoint;
   private rtpLatched = false;
   private rtcpLatched = false;
-  private reportTimer: NodeJS.Timeout | undefined;
   private confirmed = false;
   private closed = false;
   private dialog: SipDialogControl | undefined;
@@ -69,17 +63,21 @@ export class SipTransport implements CallTransport {
     }
     this.rtpPeer = { address: offer.address, port: offer.port };
     this.rtcpPeer = { address: offer.address, port: offer.rtcpPort };
-    // Opus is the sender's and receiver's own codec; G.711 is given to them.
-    const g711 = offer.codec === 'opus' ? undefined : offer.codec;
-    this.sender = new AudioSender((p) => this.sendRtp(p), randomInt(1, 0xffffffff), offer.payloadType, {
-      codec: g711 && g711Encoder(g711),
-      onError: (err) => this.events?.failure(err),
+    this.media = new RtpSession({
+      payloadType: offer.payloadType,
+      g711: offer.codec === 'opus' ? undefined : offer.codec,
+      reportIntervalMs: RTCP_INTERVAL_MS,
+      sendRtp: (p) => this.sendRtp(p),
+      sendRtcp: (p) => this.sendRtcp(p),
+      // A held call announcing no address has nowhere for our reports to go.
+      canReport: () => this.rtcpPeer.address !== '0.0.0.0',
+      audio: (frame) => this.events?.audio(this.toInputRate(frame)),
       // The agent's audio as it leaves, for the call's recording.
-      onFrame: (frame) => this.events?.agentAudio(frame),
+      agentAudio: (frame) => this.events?.agentAudio(frame),
+      failure: (err) => this.events?.failure(err),
     });
-    this.receiver = new AudioReceiver(offer.payloadType, (frame) => this.events?.audio(this.toInputRate(frame)), g711 && g711Decoder(g711));
-    rtp.on('message', (packet, from) => this.guarded(() => this.onRtp(packet, from)));
-    rtcp.on('message', (packet, from) => this.guarded(() => this.onRtcp(packet, from)));
+    rtp.on('message', this.media.guarded((packet: Buffer, from: RemoteInfo) => this.onRtp(packet, from)));
+    rtcp.on('message', this.media.guarded((packet: Buffer, from: RemoteInfo) => this.onRtcp(packet, from)));
   }
 
   /** Binds the RTP and RTCP sockets on `host` for a call answering `offer`. */
@@ -101,7 +99,7 @@ export class SipTransport implements CallTransport {
   }
 
   get audioOut(): AudioOut {
-    return this.sender;
+    return this.media.audioOut;
   }
 
   /** The dialog this transport's call is, once it is established. */
@@ -122,8 +120,7 @@ export class SipTransport implements CallTransport {
   confirm(): void {
     if (this.confirmed || this.closed) return;
     this.confirmed = true;
-    this.sender.start();
-    this.reportTimer = setInterval(() => this.guarded(() => this.sendReport()), RTCP_INTERVAL_MS);
+    this.media.start();
     this.events?.connected();
   }
 
@@ -146,25 +143,16 @@ export class SipTransport implements CallTransport {
   }
 
   quality(): WireQuality {
-    return rtpQuality(this.receiver.stats, this.sender, this.roundTrips);
+    return rtpQuality(this.media.reception, this.media.sent, this.media.roundTrips);
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.sender.stop();
-    clearInterval(this.reportTimer);
+    this.media.stop();
     if (!this.endedByCaller) this.dialog?.hangUp();
     this.rtp.close();
     this.rtcp.close();
-  }
-
-  private guarded(fn: () => void): void {
-    try {
-      fn();
-    } catch (err) {
-      this.events?.failure(err instanceof Error ? err : new Error(String(err)));
-    }
   }
 
   /** Whether our direction lets us send audio now (not while the caller holds us). */
@@ -199,7 +187,7 @@ export class SipTransport implements CallTransport {
       if (digit) this.events?.dtmf(digit);
       return;
     }
-    this.receiver.handle(packet);
+    this.media.receiveRtp(packet);
   }
 
   private onRtcp(received: Buffer, from: RemoteInfo): void {
@@ -208,26 +196,17 @@ export class SipTransport implements CallTransport {
     if (!isRtcp(received)) return;
     const packet = this.srtp ? this.srtp.unprotectRtcp(received) : received;
     if (!packet) return;
-    const { senderReports, receptionReports } = readRtcp(packet);
-    if (!senderReports.length && !receptionReports.length) return;
+    // Only a compound packet with a report in it latches (not a stray datagram).
+    if (!this.media.receiveRtcp(packet)) return;
     if (!this.rtcpLatched) {
       this.rtcpLatched = true;
       this.rtcpPeer = { address: from.address, port: from.port };
     }
-    const now = performance.now();
-    const wallClock = ntpNow();
-    for (const ntp of senderReports) this.receiver.senderReport(ntp);
-    for (const block of receptionReports) {
-      if (block.ssrc === this.sender.ssrc) this.roundTrips.reportReceived(block.lsr, block.dlsr, now, wallClock);
-    }
   }
 
-  /** Our report: a receiver report on the caller's stream, a sender report once we have sent audio. */
-  private sendReport(): void {
-    if (this.rtcpPeer.address === '0.0.0.0') return;
-    const { packet, senderReportNtp } = callReport(this.sender, this.receiver);
+  private sendRtcp(packet: Buffer): boolean {
     this.rtcp.send(this.srtp ? this.srtp.protectRtcp(packet) : packet, this.rtcpPeer.port, this.rtcpPeer.address);
-    if (senderReportNtp !== undefined) this.roundTrips.senderReportSent(senderReportNtp, performance.now());
+    return true;
   }
 }
 

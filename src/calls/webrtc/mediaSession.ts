@@ -1,17 +1,15 @@
-// A call's media: the caller's audio in (RTP → jitter buffer → Opus → 20 ms PCM), the agent's audio
-// out (PCM → Opus → RTP on the media clock), the caller's camera (frames), the RTCP reports each
-// way, and what they tell of the wire's quality.
-import { randomInt } from 'node:crypto';
+// A WebRTC call's media: the RTP session (Opus each way, RTCP every second; media/rtpSession.ts)
+// over the peer's DTLS-SRTP, where RTP and RTCP share the audio track, and the caller's camera.
 import { isRtcp } from 'werift-rtp';
-import { AudioReceiver } from '../../media/audioReceiver.js';
-import { AudioSender } from '../../media/audioSender.js';
 import type { AudioOut } from '../../media/audio/format.js';
-import { callReport, ntpNow, readRtcp } from '../../media/rtcp.js';
-import { RoundTripMeter } from '../../media/roundTrip.js';
+import { RtpSession } from '../../media/rtpSession.js';
 import { VideoReceiver, type VideoFrameInfo } from '../../media/videoReceiver.js';
 import { rtpQuality, type WireQuality } from '../callFigures.js';
 import type { ServerPeer } from './peer/types.js';
 import type { OfferPlan } from './sdpOffer.js';
+
+/** Browsers expect RTCP about once a second. */
+const RTCP_INTERVAL_MS = 1000;
 
 export interface MediaSink {
   /** A 20 ms frame of the caller's audio. */
@@ -27,86 +25,53 @@ export interface MediaSink {
 }
 
 export class MediaSession {
-  private readonly sender: AudioSender;
-  private readonly receiver: AudioReceiver;
+  private readonly rtp: RtpSession;
   private readonly video: VideoReceiver | undefined;
-  private readonly roundTrips = new RoundTripMeter();
-  private reportTimer: NodeJS.Timeout | undefined;
 
-  constructor(
-    private readonly peer: ServerPeer,
-    plan: OfferPlan,
-    opusComplexity: number | undefined,
-    private readonly sink: MediaSink,
-  ) {
-    this.sender = new AudioSender((p) => this.peer.sendAudioPacket(p), randomInt(1, 0xffffffff), plan.opusPayloadType, {
-      encoder: { complexity: opusComplexity },
-      onError: (err) => sink.failure(err),
-      onFrame: (frame) => sink.agentAudio(frame),
+  constructor(peer: ServerPeer, plan: OfferPlan, opusComplexity: number | undefined, sink: MediaSink) {
+    this.rtp = new RtpSession({
+      payloadType: plan.opusPayloadType,
+      opus: { complexity: opusComplexity },
+      reportIntervalMs: RTCP_INTERVAL_MS,
+      sendRtp: (p) => peer.sendAudioPacket(p),
+      sendRtcp: (p) => peer.sendAudioPacket(p),
+      audio: (frame) => sink.audio(frame),
+      agentAudio: (frame) => sink.agentAudio(frame),
+      failure: (err) => sink.failure(err),
     });
-    this.receiver = new AudioReceiver(plan.opusPayloadType, (frame) => sink.audio(frame));
     this.video = plan.video ? new VideoReceiver(plan.video.codecs, (frame) => sink.video(frame)) : undefined;
     // The stack calls these from its own callbacks: what throws there must not reach it.
     peer.onAudioPacket(
-      this.guarded((p) => {
+      this.rtp.guarded((p) => {
         sink.activity();
-        if (isRtcp(p)) this.handleRtcp(p);
-        else this.receiver.handle(p);
+        if (isRtcp(p)) this.rtp.receiveRtcp(p);
+        else this.rtp.receiveRtp(p);
       }),
     );
-    peer.onVideoPacket(this.guarded((p) => this.video?.handle(p)));
-  }
-
-  /** `fn`, with what it throws reported to the sink instead. */
-  private guarded<A extends unknown[]>(fn: (...args: A) => void): (...args: A) => void {
-    return (...args) => {
-      try {
-        fn(...args);
-      } catch (err) {
-        this.sink.failure(err instanceof Error ? err : new Error(String(err)));
-      }
-    };
+    peer.onVideoPacket(this.rtp.guarded((p) => this.video?.handle(p)));
   }
 
   /** Where the agent's speech goes. */
   get audioOut(): AudioOut {
-    return this.sender;
+    return this.rtp.audioOut;
   }
 
   /** The SSRC our audio leaves with (announced in the answer). */
   get audioSsrc(): number {
-    return this.sender.ssrc;
+    return this.rtp.ssrc;
   }
 
   /** The peer is connected: audio leaves on the 20 ms clock, RTCP every second. */
   start(): void {
-    this.sender.start();
-    this.reportTimer ??= setInterval(this.guarded(() => this.sendReport()), 1000);
+    this.rtp.start();
   }
 
   stop(): void {
-    this.sender.stop();
-    clearInterval(this.reportTimer);
+    this.rtp.stop();
   }
 
   /** What the media measured of the wire: the caller's stream as received, ours as sent, the round trips. */
   quality(): WireQuality {
-    return rtpQuality(this.receiver.stats, this.sender, this.roundTrips);
-  }
-
-  /** The caller's RTCP: its sender reports (for our reports' LSR) and its reports about our stream (round trips). */
-  private handleRtcp(packet: Buffer): void {
-    const now = performance.now();
-    const wallClock = ntpNow();
-    const { senderReports, receptionReports } = readRtcp(packet);
-    for (const ntp of senderReports) this.receiver.senderReport(ntp);
-    for (const block of receptionReports) {
-      if (block.ssrc === this.sender.ssrc) this.roundTrips.reportReceived(block.lsr, block.dlsr, now, wallClock);
-    }
-  }
-
-  private sendReport(): void {
-    const { packet, senderReportNtp } = callReport(this.sender, this.receiver);
-    if (this.peer.sendAudioPacket(packet) && senderReportNtp !== undefined) this.roundTrips.senderReportSent(senderReportNtp, performance.now());
+    return rtpQuality(this.rtp.reception, this.rtp.sent, this.rtp.roundTrips);
   }
 }

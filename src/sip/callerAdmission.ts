@@ -2,7 +2,7 @@
 // anyone else by digest when users are configured, else refused. With neither configured, only
 // loopback callers (a SIP port open to the internet is scanned for toll fraud within minutes).
 import type { BlockList } from 'node:net';
-import { contains } from '../../system/cidr.js';
+import { contains } from '../system/cidr.js';
 import type { DigestAuth } from './digest.js';
 
 export type CallerVerdict = 'admitted' | 'challenge' | 'forbidden';

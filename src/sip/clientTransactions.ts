@@ -1,0 +1,47 @@
+// Our own requests inside a dialog (BYE, REFER): non-INVITE client transactions (RFC 3261 §17.1.2),
+// resent over UDP from T1 doubling to T2 (Timer E) until a final response, given up at 64·T1 (Timer F).
+import type { Peer } from './listener.js';
+import type { SipResponse } from './message.js';
+import { T1_MS, T2_MS, TRANSACTION_MS } from './timers.js';
+
+interface Pending {
+  timer?: NodeJS.Timeout;
+  onFinal?: (status: number) => void;
+}
+
+export class ClientTransactions {
+  /** Requests awaiting a final response, by branch. */
+  private readonly pending = new Map<string, Pending>();
+
+  constructor(private readonly send: (peer: Peer, bytes: Buffer) => void) {}
+
+  /** Sends `bytes` (a request of Via branch `branch`) to `peer`; `onFinal` is told its final response's status. */
+  start(peer: Peer, branch: string, bytes: Buffer, onFinal?: (status: number) => void): void {
+    this.send(peer, bytes);
+    const pending: Pending = { onFinal };
+    this.pending.set(branch, pending);
+    const started = Date.now();
+    let interval = T1_MS;
+    const retransmit = () => {
+      if (Date.now() - started >= TRANSACTION_MS) return void this.pending.delete(branch);
+      if (peer.transport === 'udp') this.send(peer, bytes);
+      interval = Math.min(interval * 2, T2_MS);
+      pending.timer = setTimeout(retransmit, interval).unref();
+    };
+    // Over a stream nothing is resent; the timer only gives up on the answer.
+    pending.timer = setTimeout(retransmit, peer.transport === 'udp' ? interval : TRANSACTION_MS).unref();
+  }
+
+  /** A response to one of our requests: a final one ends its transaction. */
+  received(res: SipResponse): void {
+    const pending = this.pending.get(res.branch);
+    if (!pending || res.status < 200) return;
+    clearTimeout(pending.timer);
+    this.pending.delete(res.branch);
+    pending.onFinal?.(res.status);
+  }
+
+  close(): void {
+    for (const { timer } of this.pending.values()) clearTimeout(timer);
+  }
+}

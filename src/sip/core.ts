@@ -1,0 +1,53 @@
+// What the parts of the SIP front door share: the server's options and the way they answer.
+import type { BlockList } from 'node:net';
+import type { FastifyBaseLogger } from 'fastify';
+import type { CallManager } from '../calls/callManager.js';
+import type { Session } from '../session/session.js';
+import type { DigestAuth } from './digest.js';
+import type { Peer } from './listener.js';
+import type { SipRequest } from './message.js';
+import type { Headers } from './responses.js';
+import type { AnyServerTransaction } from './serverTransactions.js';
+import type { SipRouting } from '../calls/sip/sipRouting.js';
+
+export const ALLOW = 'INVITE, ACK, BYE, CANCEL, OPTIONS, NOTIFY';
+
+/** Parley's id of the call in the 180 and 200 (for a PBX's logs, and the app's hangup and sideband). */
+export const CALL_ID_HEADER = 'X-Parley-Call-Id';
+
+export interface SipServerOptions {
+  host: string;
+  port: number;
+  /** SIP over TLS (RFC 3261 §26.2): its port (0 picks one) and PEM certificate chain and key. Unset: none. */
+  tls?: { port: number; cert: string; key: string };
+  /** The address our SDP and Contact announce (reachable by callers). */
+  announcedAddress: string;
+  calls: CallManager;
+  auth: DigestAuth;
+  /** Sources admitted without authentication; undefined when none are configured. */
+  trusted: BlockList | undefined;
+  /** The API key that owns SIP calls (undefined: none exists yet). */
+  owner: () => Promise<string | undefined>;
+  /** A new call's session (the default agent). */
+  session: () => Session;
+  /** Who decides what a ringing call becomes (sipRouting.ts). */
+  routing: SipRouting;
+  /**
+   * Counts an INVITE from an untrusted source address (challenged and refused ones included): a
+   * scanner or a password guesser gets `503` with Retry-After past its limit. Unset: no limit.
+   */
+  inviteLimit?: (address: string) => Promise<{ allowed: boolean; retryAfterSeconds: number }>;
+  log: FastifyBaseLogger;
+}
+
+/** The server as its request handlers see it. */
+export interface SipCore {
+  readonly opts: SipServerOptions;
+  /** Answers `req` (a To-tag added when given and absent), through `tx` when it has one (for its retransmissions). */
+  respond(req: SipRequest, peer: Peer, status: number, reason: string, tx?: AnyServerTransaction, extra?: Headers, toTag?: string, body?: string): void;
+  send(peer: Peer, bytes: Buffer): void;
+  /** Our host:port as `peer` reaches us: the announced address and the port of its transport. */
+  hostPortFor(peer: Peer): string;
+  /** Our Contact for `peer`. */
+  contact(peer: Peer): string;
+}

@@ -1,0 +1,154 @@
+// A new call's INVITE: the source's INVITE limit, the caller's admission, the SDP offer read, the
+// call created on a SipTransport, then it rings (180) while the routing decides what it becomes —
+// answered (200 with our SDP), rejected, or redirected (302).
+import { CallCapacityExceeded, CallLimitExceeded } from '../calls/callManager.js';
+import { readOffer, writeAnswer } from '../calls/sip/sdp.js';
+import { SipTransport } from '../calls/sip/sipTransport.js';
+import { TransportRejected } from '../calls/transport.js';
+import { contains } from '../system/cidr.js';
+import { randomId } from '../system/ids.js';
+import { callerAdmission } from './callerAdmission.js';
+import { CALL_ID_HEADER, type SipCore } from './core.js';
+import type { Dialog, Dialogs } from './dialogs.js';
+import type { Peer } from './listener.js';
+import { uriOf, userOf, type SipRequest } from './message.js';
+import { randomTag, reasonPhrase, withTag } from './responses.js';
+import type { InviteServerTransaction } from './serverTransactions.js';
+import type { RouteOutcome } from '../calls/sip/sipRouting.js';
+
+export class InviteHandler {
+  constructor(
+    private readonly core: SipCore,
+    private readonly dialogs: Dialogs,
+  ) {}
+
+  async invite(req: SipRequest, peer: Peer, tx: InviteServerTransaction): Promise<void> {
+    const { opts } = this.core;
+    const respond = this.core.respond.bind(this.core);
+    const { calls, log, trusted, inviteLimit } = opts;
+    // A trunk's own addresses carry every call it routes: only the call limits apply to them.
+    if (inviteLimit && !(trusted && contains(trusted, peer.address))) {
+      const decision = await inviteLimit(peer.address);
+      if (!decision.allowed) return respond(req, peer, 503, 'Service Unavailable', tx, [['Retry-After', String(decision.retryAfterSeconds)]]);
+    }
+    if (!this.admitted(req, peer, tx)) return;
+    if (calls.isDraining) return respond(req, peer, 503, 'Service Unavailable', tx, [['Retry-After', '5']]);
+    const contentType = (req.headers.get('content-type') ?? '').toLowerCase();
+    const offer = contentType.startsWith('application/sdp') ? readOffer(req.body.toString('latin1')) : { ok: false as const, reason: 'no SDP offer' };
+    if (!offer.ok) return respond(req, peer, 488, 'Not Acceptable Here', tx, [['Warning', `304 parley "${offer.reason}"`]]);
+    const contact = req.headers.get('contact');
+    if (!contact) return respond(req, peer, 400, 'Bad Request', tx, [['Warning', '399 parley "no Contact"']]);
+    respond(req, peer, 100, 'Trying', tx);
+    const apiKeyId = await opts.owner();
+    if (!apiKeyId) {
+      log.warn('SIP call refused: no active API key owns SIP calls (create one, or set SIP_API_KEY_ID)');
+      return respond(req, peer, 503, 'Service Unavailable', tx);
+    }
+    const transport = await SipTransport.open(opts.host, offer.offer);
+    const localTag = randomTag();
+    const sessionId = Date.now() % 1e9;
+    const answer = () => writeAnswer({ sessionId, version: 1, address: opts.announcedAddress, rtpPort: transport.rtpPort, rtcpPort: transport.rtcpPort, offer: offer.offer, localCrypto: transport.localCrypto });
+    let conversationId: string;
+    try {
+      ({ conversationId } = await calls.create(
+        { apiKeyId, tokenId: randomId('sip_'), endUser: userOf(req.from) || null, session: opts.session(), protocol: 'openai' },
+        () => ({ transport, accept: async () => answer() }),
+      ));
+    } catch (err) {
+      await transport.close();
+      if (err instanceof CallLimitExceeded || err instanceof CallCapacityExceeded) {
+        return calls.isDraining ? respond(req, peer, 503, 'Service Unavailable', tx, [['Retry-After', '5']]) : respond(req, peer, 486, 'Busy Here', tx);
+      }
+      if (err instanceof TransportRejected) return respond(req, peer, 488, 'Not Acceptable Here', tx);
+      throw err;
+    }
+    const call = calls.get(conversationId);
+    if (tx.cancelled || !call) {
+      void call?.end('cancelled');
+      return respond(req, peer, 487, 'Request Terminated', tx, [], localTag);
+    }
+    const dialog: Dialog = {
+      conversationId,
+      callId: req.callId,
+      localTag,
+      localUri: withTag(req.to, localTag),
+      remoteUri: req.from,
+      remoteTarget: uriOf(contact),
+      routeSet: req.headers.all('record-route'),
+      peer,
+      localSeq: 0,
+      transport,
+      sessionId,
+      sdpVersion: 1,
+      ended: false,
+    };
+    this.dialogs.add(dialog);
+    call.observe({ ended: () => void this.dialogs.forget(dialog) });
+    respond(req, peer, 180, 'Ringing', tx, [[CALL_ID_HEADER, conversationId]], localTag);
+    // A call ended while it rings (hung up through the API, timed out) stops waiting too.
+    tx.ringing = new AbortController();
+    const ringing = tx.ringing;
+    call.observe({ ended: () => ringing.abort() });
+    const outcome = await opts.routing.route({ callId: conversationId, apiKeyId, sipHeaders: sipHeadersOf(req) }, ringing.signal);
+    tx.ringing = undefined;
+    this.routed(req, dialog, tx, outcome, answer);
+  }
+
+  /** Whether `peer` may call (callerAdmission.ts); if not, it is told (401 with a challenge, or 403). */
+  private admitted(req: SipRequest, peer: Peer, tx: InviteServerTransaction): boolean {
+    const { opts } = this.core;
+    const verdict = callerAdmission(opts, peer.address, req.headers.get('authorization'), req.method);
+    if (verdict === 'challenge') this.core.respond(req, peer, 401, 'Unauthorized', tx, [['WWW-Authenticate', opts.auth.challenge()]]);
+    if (verdict === 'forbidden') this.core.respond(req, peer, 403, 'Forbidden', tx);
+    return verdict === 'admitted';
+  }
+
+  /** Carries out what became of a ringing call. */
+  private routed(req: SipRequest, dialog: Dialog, tx: InviteServerTransaction, outcome: RouteOutcome, answer: () => string): void {
+    const { opts } = this.core;
+    const respond = this.core.respond.bind(this.core);
+    const { peer, conversationId, localTag } = dialog;
+    const call = opts.calls.get(conversationId);
+    const log = opts.log.child({ conversation: conversationId });
+    if (tx.cancelled) {
+      void call?.end('cancelled');
+      return respond(req, peer, 487, 'Request Terminated', tx, [], localTag);
+    }
+    if (outcome.kind === 'abandoned' || !call) {
+      // Ended while it rang: the caller hears it is not available.
+      return respond(req, peer, 480, 'Temporarily Unavailable', tx, [], localTag);
+    }
+    if (outcome.kind === 'reject') {
+      log.info({ status: outcome.status }, 'SIP call rejected');
+      void call.end('rejected');
+      return respond(req, peer, outcome.status, reasonPhrase(outcome.status), tx, [[CALL_ID_HEADER, conversationId]], localTag);
+    }
+    if (outcome.kind === 'refer') {
+      log.info({ target: outcome.target }, 'SIP call redirected');
+      void call.end('referred');
+      return respond(req, peer, 302, 'Moved Temporarily', tx, [[CALL_ID_HEADER, conversationId], ['Contact', `<${outcome.target}>`]], localTag);
+    }
+    if (outcome.session) call.updateSession(outcome.session);
+    // From now on a call that ends here ends with a BYE (while it rang, a final response said so).
+    dialog.transport.bindDialog({ hangUp: () => this.dialogs.hangUp(dialog) });
+    // Answered, it can still be transferred: a REFER inside the dialog.
+    opts.routing.answered(conversationId, call.apiKeyId, (target) => this.dialogs.transfer(dialog, target));
+    call.observe({ ended: () => opts.routing.ended(conversationId) });
+    log.info({ transport: peer.transport, from: uriOf(req.from) }, 'SIP call answered');
+    this.dialogs.answer(req, peer, dialog, tx, answer());
+  }
+}
+
+/** Header names as they are usually written (we keep them lower-cased). */
+const SPELLINGS: Record<string, string> = { 'call-id': 'Call-ID', cseq: 'CSeq', 'www-authenticate': 'WWW-Authenticate' };
+
+/** Credentials the caller sent us: not passed on to the app. */
+const WITHHELD = new Set(['authorization', 'proxy-authorization']);
+
+/** The INVITE's headers as the app is told them (realtime.call.incoming). */
+function sipHeadersOf(req: SipRequest): { name: string; value: string }[] {
+  return req.headers.entries.filter(([name]) => !WITHHELD.has(name)).map(([name, value]) => ({
+    name: SPELLINGS[name] ?? name.replace(/(^|-)([a-z])/g, (_m, dash: string, c: string) => dash + c.toUpperCase()),
+    value,
+  }));
+}

@@ -1,0 +1,148 @@
+// Where SIP messages come in and answers go out: a UDP socket, TCP on the same port, and TLS on its
+// own port when a certificate is given. Streams are framed by Content-Length; datagrams are whole.
+import { createSocket, type Socket as UdpSocket } from 'node:dgram';
+import { createServer, type Server, type Socket as TcpSocket } from 'node:net';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
+import type { FastifyBaseLogger } from 'fastify';
+import { unmapped } from '../system/cidr.js';
+import { MAX_MESSAGE_BYTES, frame } from './message.js';
+
+/** TCP connections one node keeps open at most (each a trunk or a phone). */
+const MAX_TCP_CONNECTIONS = 1024;
+
+/** A TCP connection that carries no call is closed after this long without a message. */
+const TCP_IDLE_MS = 60_000;
+
+/** Where a message came from and its answer goes: a datagram's source, or a stream connection. */
+export interface Peer {
+  transport: 'udp' | 'tcp' | 'tls';
+  address: string;
+  port: number;
+  socket?: TcpSocket;
+}
+
+export interface SipListenerOptions {
+  host: string;
+  port: number;
+  /** SIP over TLS: its port (0 picks one) and PEM certificate chain and key. Unset: none. */
+  tls?: { port: number; cert: string; key: string };
+  /** A message (not yet parsed, at most MAX_MESSAGE_BYTES) from `peer`. */
+  received: (bytes: Buffer, peer: Peer) => void;
+  /** Whether an idle stream connection still carries a call (then it stays open). */
+  carriesCall: (socket: TcpSocket) => boolean;
+  log: FastifyBaseLogger;
+}
+
+export class SipListener {
+  private readonly udp: UdpSocket;
+  private readonly tcp: Server;
+  private readonly tls: TlsServer | undefined;
+  private readonly connections = new Set<TcpSocket>();
+  private listening: { udp: number; tcp: number; tls?: number } = { udp: 0, tcp: 0 };
+  private closed = false;
+
+  private constructor(private readonly opts: SipListenerOptions) {
+    this.udp = createSocket(opts.host.includes(':') ? 'udp6' : 'udp4');
+    this.udp.on('message', (bytes, from) => this.datagram(bytes, { transport: 'udp', address: unmapped(from.address), port: from.port }));
+    // ICMP errors of sends to a gone caller: nothing to do.
+    this.udp.on('error', () => {});
+    this.tcp = createServer((socket) => this.accepted(socket, 'tcp'));
+    this.tcp.maxConnections = MAX_TCP_CONNECTIONS;
+    if (opts.tls) {
+      // A handshake that fails (a scanner, a wrong certificate) is the connection's end, nothing more.
+      this.tls = createTlsServer({ cert: opts.tls.cert, key: opts.tls.key, handshakeTimeout: 10_000 }, (socket) => this.accepted(socket, 'tls'));
+      this.tls.on('tlsClientError', () => {});
+      this.tls.maxConnections = MAX_TCP_CONNECTIONS;
+    }
+  }
+
+  static async open(opts: SipListenerOptions): Promise<SipListener> {
+    const listener = new SipListener(opts);
+    await listener.listen();
+    return listener;
+  }
+
+  get ports(): { udp: number; tcp: number; tls?: number } {
+    return this.listening;
+  }
+
+  /** The port of our side of `peer`'s transport. */
+  portOf(peer: Peer): number {
+    return peer.transport === 'tls' ? this.listening.tls! : this.listening.udp;
+  }
+
+  send(peer: Peer, bytes: Buffer): void {
+    // An INVITE still being worked on when the server closes has nowhere to answer.
+    if (this.closed) return;
+    if (peer.transport === 'udp') this.udp.send(bytes, peer.port, peer.address);
+    else if (peer.socket && !peer.socket.destroyed) peer.socket.write(bytes);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const socket of this.connections) socket.destroy();
+    await new Promise<void>((resolve) => this.tcp.close(() => resolve()));
+    if (this.tls) await new Promise<void>((resolve) => this.tls!.close(() => resolve()));
+    await new Promise<void>((resolve) => this.udp.close(() => resolve()));
+  }
+
+  private async listen(): Promise<void> {
+    const { host, port } = this.opts;
+    const udpPort = await new Promise<number>((resolve, reject) => {
+      this.udp.once('error', reject);
+      // Exclusive: in a cluster worker, the socket is this process's own, not one shared through the primary.
+      this.udp.bind({ port, address: host, exclusive: true }, () => resolve(this.udp.address().port));
+    });
+    // TCP on the same port (the one a trunk is told), even when UDP's was picked at random.
+    await new Promise<void>((resolve, reject) => {
+      this.tcp.once('error', reject);
+      this.tcp.listen(udpPort, host, () => resolve());
+    });
+    this.listening = { udp: udpPort, tcp: udpPort };
+    const tls = this.tls;
+    if (tls) {
+      await new Promise<void>((resolve, reject) => {
+        tls.once('error', reject);
+        tls.listen(this.opts.tls!.port, host, () => resolve());
+      });
+      this.listening.tls = (tls.address() as { port: number }).port;
+    }
+  }
+
+  private datagram(bytes: Buffer, peer: Peer): void {
+    if (bytes.length > MAX_MESSAGE_BYTES) return;
+    // Keep-alive CRLFs over UDP.
+    if (bytes.length <= 4 && /^[\r\n]*$/.test(bytes.toString('latin1'))) return;
+    this.opts.received(bytes, peer);
+  }
+
+  /** A stream connection (TCP, or TLS once its handshake is done): SIP messages framed by Content-Length. */
+  private accepted(socket: TcpSocket, transport: 'tcp' | 'tls'): void {
+    this.connections.add(socket);
+    let buffer = Buffer.alloc(0);
+    const peer: Peer = { transport, address: unmapped(socket.remoteAddress ?? ''), port: socket.remotePort ?? 0, socket };
+    socket.setTimeout(TCP_IDLE_MS, () => {
+      if (!this.opts.carriesCall(socket)) socket.destroy();
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => this.connections.delete(socket));
+    socket.on('data', (chunk) => {
+      buffer = buffer.length ? Buffer.concat([buffer, chunk]) : chunk;
+      for (;;) {
+        const next = frame(buffer);
+        if (next.kind === 'incomplete') return;
+        if (next.kind === 'invalid') {
+          // A stream we cannot frame cannot be resynchronised: the connection goes.
+          this.opts.log.debug({ peer: peer.address, error: next.error }, 'SIP stream unreadable; connection closed');
+          return void socket.destroy();
+        }
+        buffer = Buffer.from(next.rest);
+        if (next.kind === 'keepalive') {
+          if (next.rest.length === 0) socket.write('\r\n');
+          continue;
+        }
+        this.opts.received(next.bytes, peer);
+      }
+    });
+  }
+}

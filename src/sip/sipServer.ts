@@ -1,0 +1,135 @@
+// The SIP front door: a user agent server on UDP and TCP (and TLS, with a certificate) that turns an
+// INVITE into a call (a SipTransport under the one Call) and keeps its dialog — ACK, BYE either
+// way, CANCEL, OPTIONS, re-INVITE (hold and resume), REFER and its NOTIFYs. Here messages are read
+// and each request goes to its transaction (serverTransactions.ts) and its handler: a new call's
+// INVITE (invite.ts), a request inside a dialog (inDialog.ts), or one answered here.
+import { ClientTransactions } from './clientTransactions.js';
+import { ALLOW, type SipCore, type SipServerOptions } from './core.js';
+import { Dialogs } from './dialogs.js';
+import { InDialogRequests } from './inDialog.js';
+import { InviteHandler } from './invite.js';
+import { SipListener, type Peer } from './listener.js';
+import { param, parseMessage, type SipRequest } from './message.js';
+import { hostPort, responseTo, type Headers } from './responses.js';
+import { InviteServerTransaction, ServerTransactions, type AnyServerTransaction } from './serverTransactions.js';
+
+export type { SipServerOptions } from './core.js';
+
+export class SipServer implements SipCore {
+  private listener!: SipListener;
+  private readonly transactions = new ServerTransactions();
+  private readonly requests: ClientTransactions = new ClientTransactions((peer, bytes) => this.send(peer, bytes));
+  private readonly dialogs = new Dialogs(this, this.requests);
+  private readonly invites = new InviteHandler(this, this.dialogs);
+  private readonly inDialog = new InDialogRequests(this, this.dialogs);
+
+  private constructor(readonly opts: SipServerOptions) {}
+
+  static async start(opts: SipServerOptions): Promise<SipServer> {
+    const server = new SipServer(opts);
+    server.listener = await SipListener.open({
+      host: opts.host,
+      port: opts.port,
+      tls: opts.tls,
+      received: (bytes, peer) => server.received(bytes, peer),
+      carriesCall: (socket) => server.dialogs.carries(socket),
+      log: opts.log,
+    });
+    return server;
+  }
+
+  get ports(): { udp: number; tcp: number; tls?: number } {
+    return this.listener.ports;
+  }
+
+  async close(): Promise<void> {
+    this.requests.close();
+    this.dialogs.close();
+    this.transactions.close();
+    await this.listener.close();
+  }
+
+  send(peer: Peer, bytes: Buffer): void {
+    this.listener.send(peer, bytes);
+  }
+
+  respond(req: SipRequest, peer: Peer, status: number, reason: string, tx?: AnyServerTransaction, extra: Headers = [], toTag?: string, body = ''): void {
+    const bytes = responseTo(req, peer, status, reason, extra, toTag, body);
+    if (tx) tx.respond(status, bytes);
+    else this.send(peer, bytes);
+  }
+
+  hostPortFor(peer: Peer): string {
+    return hostPort(this.opts.announcedAddress, this.listener.portOf(peer));
+  }
+
+  contact(peer: Peer): string {
+    return `<sip:parley@${this.hostPortFor(peer)}${peer.transport === 'udp' ? '' : `;transport=${peer.transport}`}>`;
+  }
+
+  private received(bytes: Buffer, peer: Peer): void {
+    const parsed = parseMessage(bytes);
+    if (!parsed.ok) {
+      if (parsed.partial && parsed.partial.method !== 'ACK') this.respond(parsed.partial, peer, 400, 'Bad Request');
+      return;
+    }
+    const message = parsed.message;
+    try {
+      if (message.kind === 'response') this.requests.received(message);
+      else this.requestReceived(message, peer);
+    } catch (err) {
+      // A message we fail on is answered 500 (never a crash).
+      this.opts.log.error({ err }, 'SIP message handling failed');
+      if (message.kind === 'request' && message.method !== 'ACK') this.respond(message, peer, 500, 'Server Internal Error');
+    }
+  }
+
+  private requestReceived(req: SipRequest, peer: Peer): void {
+    if (req.method === 'ACK') return this.ackReceived(req);
+    const known = this.transactions.find(req);
+    // A retransmission: the same answer again (or none yet, while we work on it).
+    if (known) return known.retransmitted();
+    const tx = this.transactions.open(req, peer, (bytes) => this.send(peer, bytes));
+    if (!tx) return;
+    const toTag = param(req.to, 'tag');
+    if (tx instanceof InviteServerTransaction) {
+      if (toTag) return this.inDialog.reInvite(req, peer, tx);
+      return void this.invites.invite(req, peer, tx).catch((err: Error) => {
+        this.opts.log.error({ err }, 'SIP INVITE handling failed');
+        this.respond(req, peer, 500, 'Server Internal Error', tx);
+      });
+    }
+    switch (req.method) {
+      case 'BYE':
+        return this.inDialog.bye(req, peer, tx);
+      case 'CANCEL':
+        return this.cancel(req, peer, tx);
+      case 'NOTIFY':
+        return this.inDialog.notify(req, peer, tx);
+      case 'OPTIONS':
+        return this.respond(req, peer, 200, 'OK', tx, [
+          ['Allow', ALLOW],
+          ['Accept', 'application/sdp'],
+        ]);
+      default:
+        return this.respond(req, peer, 405, 'Method Not Allowed', tx, [['Allow', ALLOW]]);
+    }
+  }
+
+  /** An ACK of our failure response belongs to its INVITE's transaction; one of our 2xx, to the dialog. */
+  private ackReceived(req: SipRequest): void {
+    const invite = this.transactions.find(req, 'INVITE');
+    if (invite instanceof InviteServerTransaction && invite.acknowledged()) return;
+    this.dialogs.ackReceived(req);
+  }
+
+  private cancel(req: SipRequest, peer: Peer, tx: AnyServerTransaction): void {
+    const invite = this.transactions.find(req, 'INVITE');
+    if (!(invite instanceof InviteServerTransaction) || !req.branch) return this.respond(req, peer, 481, 'Call/Transaction Does Not Exist', tx);
+    this.respond(req, peer, 200, 'OK', tx);
+    // Once answered, a CANCEL changes nothing (the caller sends BYE).
+    if (invite.final) return;
+    invite.cancelled = true;
+    invite.ringing?.abort();
+  }
+}

@@ -1,0 +1,59 @@
+// The SIP front door as a node starts it (SIP_PORT set), beside the HTTP one: the listener with its
+// INVITE limit, digest users and trusted ranges, owning its calls for one API key.
+import type { FastifyBaseLogger } from 'fastify';
+import { openAiDefaultSession } from '../calls/protocol/openaiSession.js';
+import type { Config } from '../config/env.js';
+import type { Services } from '../services.js';
+import { openRateLimitStore } from '../storage/openRateLimitStore.js';
+import { blockList } from '../system/cidr.js';
+import { DigestAuth } from './digest.js';
+import { SipServer } from './sipServer.js';
+
+export interface SipDoor {
+  close(): Promise<void>;
+}
+
+/** The SIP front door (SIP_PORT set): its calls are owned by SIP_API_KEY_ID, else the oldest active key. */
+export async function startSipDoor(config: Config, services: Services, log: FastifyBaseLogger): Promise<SipDoor> {
+  const deps = { calls: services.calls, apiKeys: services.apiKeys, sessionDefaults: services.sessionDefaults, routing: services.sipRouting, log, metrics: services.metrics };
+  const host = config.SIP_HOST || config.HOST;
+  const wildcard = host === '0.0.0.0' || host === '::';
+  // Our SDP must name an address the caller's RTP can reach: a wildcard names none.
+  if (wildcard && !config.ICE_PUBLIC_IP) throw new Error(`SIP binds ${host}: set SIP_HOST to an address callers reach, or ICE_PUBLIC_IP, for the SDP answers to announce`);
+  // INVITEs are counted where the HTTP limits are (Redis across nodes, else this process).
+  const limits = config.RATE_LIMIT_SIP_INVITES_PER_IP ? await openRateLimitStore(config, deps.log) : undefined;
+  const started = SipServer.start({
+    inviteLimit: limits && (async (address) => {
+      const decision = await limits.hit('sip-invite-ip', address, config.RATE_LIMIT_SIP_INVITES_PER_IP, config.RATE_LIMIT_WINDOW_SECONDS * 1000);
+      if (!decision.allowed) deps.metrics.rateLimited.inc({ limit: 'sip-invite-ip' });
+      return decision;
+    }),
+    host,
+    port: config.SIP_PORT!,
+    // The certificate HTTPS serves also secures SIP signalling (the media stays plain RTP).
+    tls: config.TLS_CERT_FILE && config.TLS_KEY_FILE ? { port: config.SIP_TLS_PORT ?? (config.SIP_PORT && config.SIP_PORT < 65535 ? config.SIP_PORT + 1 : 0), cert: config.TLS_CERT_FILE, key: config.TLS_KEY_FILE } : undefined,
+    announcedAddress: config.ICE_PUBLIC_IP || host,
+    calls: deps.calls,
+    auth: new DigestAuth(config.SIP_USERS),
+    trusted: config.SIP_TRUSTED_CIDRS.length ? blockList(config.SIP_TRUSTED_CIDRS) : undefined,
+    owner: async () => {
+      const active = (await deps.apiKeys.list()).filter((k) => !k.revokedAt);
+      if (config.SIP_API_KEY_ID) return active.find((k) => k.id === config.SIP_API_KEY_ID)?.id;
+      return active.sort((a, b) => a.createdAt.localeCompare(b.createdAt))[0]?.id;
+    },
+    session: () => openAiDefaultSession(deps.sessionDefaults),
+    routing: deps.routing,
+    log: deps.log,
+  });
+  const server = await started.catch(async (err: Error) => {
+    await limits?.close();
+    throw err;
+  });
+  deps.log.info({ sip: server.ports }, 'SIP front door listening');
+  return {
+    close: async () => {
+      await server.close();
+      await limits?.close();
+    },
+  };
+}
