@@ -26,8 +26,15 @@ process.chdir(root);
 /** Integration tests that start no browser, no SIP user agent, no cluster and no release: test:fast. */
 const FAST_FILES = ['test/openapi.test.ts', 'test/readme.test.ts', 'test/services-startup.test.ts'].map((f) => join(root, f));
 
-/** Files that mostly wait and measure no timing: safe to run two at a time. */
-const PARALLEL_FILES = [].map((f) => join(root, f));
+/**
+ * Files that mostly wait (on timers, restarts, other processes) and assert no rate, delay or audio
+ * quality: they run two at a time, beside the unit tests. Each has its own store, Redis and ports.
+ */
+const PARALLEL_FILES = [
+  'admission', 'build', 'candidates', 'cli', 'console', 'contract', 'first-start', 'http-limits', 'ice',
+  'nodes', 'offer-fuzz', 'openapi', 'outage', 'postgres', 'rate-limits', 'readme', 'reconcile', 'revocation',
+  'services-startup', 'sip-routing-nodes', 'stun', 'tokens', 'turn-relay-abuse', 'workers',
+].map((name) => join(root, 'test', `${name}.test.ts`));
 
 const listTests = (dir) =>
   readdirSync(join(root, dir))

@@ -129,21 +129,27 @@ describe('offline pipeline', () => {
   test('every catalogue voice speaks', async () => {
     const voices = (await http(server.baseUrl, '/v1/realtime/voices', { token: server.devKey })).body.voices as { name: string }[];
     assert.equal(voices.length, 63, 'the newer clients\' 50 and the published release\'s 10 plus OpenAI\'s other 3');
-    const client = await call(server, { model: 'echo' });
-    try {
-      for (const { name } of voices) {
-        const from = client.events.length;
-        client.send({ type: 'session.update', session: { voice: name } });
-        await nextAfter(client, 'session.updated', from);
-        typed(client, 'Hello.');
-        await nextAfter(client, 'response.audio.started', from);
-        // Its audio exists; no need to listen to all of it.
-        client.send({ type: 'response.cancel' });
-        await nextAfter(client, 'response.cancelled', from);
-      }
-    } finally {
-      client.close();
-    }
+    // Three calls share the voices, so that one synthesises while another waits for its events.
+    const CALLS = 3;
+    await Promise.all(
+      Array.from({ length: CALLS }, async (_, c) => {
+        const client = await call(server, { model: 'echo' });
+        try {
+          for (const { name } of voices.filter((_, i) => i % CALLS === c)) {
+            const from = client.events.length;
+            client.send({ type: 'session.update', session: { voice: name } });
+            await nextAfter(client, 'session.updated', from);
+            typed(client, 'Hello.');
+            await nextAfter(client, 'response.audio.started', from);
+            // Its audio exists; no need to listen to all of it.
+            client.send({ type: 'response.cancel' });
+            await nextAfter(client, 'response.cancelled', from);
+          }
+        } finally {
+          client.close();
+        }
+      }),
+    );
   });
 
   test('a session.update to a model another agent runs keeps everything said in the call', async () => {
