@@ -13,9 +13,9 @@ import { CallMeter, type CallFigures } from './callFigures.js';
 import { CallLifecycle, type CallState, type CallTimeouts } from './lifecycle.js';
 import { TokenBucket } from '../system/tokenBucket.js';
 import type { CallControl, ClientProtocol, ProtocolFactory } from './protocol/types.js';
-import type { CallTransport, MessageChannel } from './transport.js';
+import { eventAudioOf, type CallTransport, type EventAudio, type MessageChannel } from './transport.js';
 
-/** Events held while the client's channel is not open yet. */
+/** Events held while the client's channel is not open yet (on a wire that has one). */
 const PENDING_EVENTS_LIMIT = 200;
 
 /** What one call's client may ask of the node, so that no caller starves the others. */
@@ -65,6 +65,8 @@ export class Call implements CallControl {
   readonly conversation: Conversation;
   private current: Session;
   private readonly transport: CallTransport;
+  /** The transport's audio inside events, when its wire has no media track. */
+  private readonly eventAudio: EventAudio | undefined;
   private readonly lifecycle: CallLifecycle;
   private readonly host: AgentHost;
   private readonly protocol: ClientProtocol;
@@ -94,6 +96,7 @@ export class Call implements CallControl {
     this.id = opts.id;
     this.apiKeyId = opts.apiKeyId;
     this.transport = opts.transport;
+    this.eventAudio = eventAudioOf(opts.transport);
     this.current = opts.session;
     this.conversation = opts.conversation;
     const { messagesPerSecond, repliesPerSecond } = opts.rates;
@@ -137,9 +140,9 @@ export class Call implements CallControl {
       activity: () => this.lifecycle.activity(),
       channel: (channel) => this.onChannel(channel),
       failure: (err) => this.mediaFailed(err),
-      outputAudio: (audio) => this.emit({ type: 'output_audio.delta', audio }),
     });
-    this.transport.sessionChanged?.(this.current);
+    this.eventAudio?.onOutput((audio) => this.emit({ type: 'output_audio.delta', audio }));
+    this.eventAudio?.sessionChanged(this.current);
   }
 
   get state(): CallState {
@@ -166,7 +169,7 @@ export class Call implements CallControl {
   }
 
   private measure(): CallFigures {
-    return this.meter.figures(this.transport.kind, this.transport.quality?.(), this.transport.audioOut.queuedMs);
+    return this.meter.figures(this.transport.kind, this.transport.quality(), this.transport.audioOut.queuedMs);
   }
 
   observe(observer: CallObserver): void {
@@ -257,7 +260,7 @@ export class Call implements CallControl {
 
   updateSession(next: Session): void {
     this.current = next;
-    this.transport.sessionChanged?.(next);
+    this.eventAudio?.sessionChanged(next);
     this.host.sessionChanged();
     this.notify((o) => o.sessionChanged?.(this, next));
   }
@@ -305,11 +308,13 @@ export class Call implements CallControl {
   }
 
   get audioInEvents(): boolean {
-    return this.transport.appendAudio !== undefined;
+    return !this.transport.offers.mediaTrack;
   }
 
   appendInputAudio(audio: string): boolean {
-    return this.transport.appendAudio?.(audio) ?? false;
+    if (!this.eventAudio) return false;
+    this.eventAudio.append(audio);
+    return true;
   }
 
   commitInput(): Refusal {
@@ -376,7 +381,8 @@ export class Call implements CallControl {
     for (const control of this.controls.keys()) control.deliver(event);
     if (!this.forClient(event)) return;
     if (this.channel) this.protocol.deliver(event);
-    else if (this.pending.length < PENDING_EVENTS_LIMIT) this.pending.push(event);
+    // A wire with no client channel (a phone) will never read them.
+    else if (this.transport.offers.clientChannel && this.pending.length < PENDING_EVENTS_LIMIT) this.pending.push(event);
   }
 
   /** Tells every observer; one that throws is logged and does not stop the others nor the call. */
