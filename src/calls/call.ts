@@ -8,6 +8,7 @@ import { Conversation, itemText, type Item, type PlaceResult } from '../session/
 import type { CallEvent } from '../session/events.js';
 import type { Session } from '../session/session.js';
 import { SAMPLE_RATE } from '../media/audio/format.js';
+import type { VideoFrameInfo } from '../media/videoReceiver.js';
 import { AgentHost } from './agentHost.js';
 import { CallMeter, type CallFigures } from './callFigures.js';
 import { CallLifecycle, type CallState, type CallTimeouts } from './lifecycle.js';
@@ -35,6 +36,8 @@ export interface CallObserver {
   turn?(call: Call, turn: ConversationTurn): void;
   /** 20 ms of the caller's audio as it arrived, mono PCM at `rate` (the rate the agent hears at). */
   callerAudio?(call: Call, frame: Int16Array, rate: number): void;
+  /** A frame of the caller's camera, as received (whether or not the session asks for video). */
+  videoFrame?(call: Call, frame: VideoFrameInfo): void;
   /** The agent's audio (48 kHz mono) as it leaves for the caller. */
   agentAudio?(call: Call, pcm: Int16Array): void;
   /** Every event of the call, as its protocol receives it. */
@@ -135,6 +138,7 @@ export class Call implements CallControl {
         this.emit({ type: 'input.dtmf', digit });
       },
       video: (frame) => {
+        this.notify((o) => o.videoFrame?.(this, frame));
         if (this.current.modalities.includes('video')) this.host.agent.onVideoFrame?.(frame);
       },
       activity: () => this.lifecycle.activity(),
