@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { frameConverter, resampleTo48k } from '../src/media/audio/resample.ts';
 import { readWav } from '../src/media/audio/wav.ts';
-import { FRAME_SAMPLES, type AudioOut } from '../src/media/audio/format.ts';
+import { FRAME_SAMPLES, type AudioOut, type PlaybackListener } from '../src/media/audio/format.ts';
+import { PlaybackListeners } from '../src/media/audio/playback.ts';
 import { pino } from 'pino';
 import { createAgents } from '../src/agent/agents.ts';
 import { Conversation, newItemId } from '../src/session/conversation.ts';
@@ -52,7 +53,9 @@ const isLoud = (pcm: Int16Array) => above(pcm, LOUD);
 class PacedAudioOut implements AudioOut {
   private chunks: Int16Array[] = [];
   private queued = 0;
-  private drainedCbs: (() => void)[] = [];
+  /** Since playbackStarted, the samples played; undefined while silent. */
+  private played: number | undefined;
+  private readonly playback = new PlaybackListeners();
   private readonly timer = setInterval(() => this.tick(), 20);
   firstAudioAt: number | undefined;
   clearedAt: number | undefined;
@@ -67,14 +70,14 @@ class PacedAudioOut implements AudioOut {
     this.chunks = [];
     this.queued = 0;
     this.clearedAt = performance.now();
+    this.ended(true);
     return ms;
   }
   get queuedMs(): number {
     return this.queued / 48;
   }
-  onDrained(cb: () => void): () => void {
-    this.drainedCbs.push(cb);
-    return () => (this.drainedCbs = this.drainedCbs.filter((c) => c !== cb));
+  onPlayback(listener: PlaybackListener): () => void {
+    return this.playback.add(listener);
   }
   private tick(): void {
     if (!this.queued) return;
@@ -86,8 +89,19 @@ class PacedAudioOut implements AudioOut {
       if (take === head.length) this.chunks.shift();
       else this.chunks[0] = head.subarray(take);
     }
+    if (this.played === undefined) {
+      this.played = 0;
+      this.playback.started();
+    }
+    this.played += Math.min(this.queued, FRAME_SAMPLES);
     this.queued = Math.max(0, this.queued - FRAME_SAMPLES);
-    if (!this.queued) for (const cb of this.drainedCbs) cb();
+    if (!this.queued) this.ended(false);
+  }
+  private ended(interrupted: boolean): void {
+    if (this.played === undefined) return;
+    const finished = { playbackPositionMs: this.played / 48, interrupted };
+    this.played = undefined;
+    this.playback.finished(finished);
   }
   stop(): void {
     clearInterval(this.timer);

@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import sdpTransform from 'sdp-transform';
 import { attachCamera, attachTone, inboundAudio, listen, openCall } from './helpers/rtcClient.ts';
-import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { http, metric, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 
@@ -38,16 +38,14 @@ test('werift: audio+video echo call with the data channel, echoed audio on the a
     await client.nextEvent('conversation.created');
 
     const ear = listen(client);
+    const framesBefore = await metric(server.baseUrl, 'parley_video_frames_received_total');
     const stopCamera = await attachCamera(client);
     const stopTone = await attachTone(client);
     await until('echoed audio', () => ear.peakRms(), (rms) => rms > 1000);
     const inbound = await until('inbound-rtp packets', () => inboundAudio(client), (s) => s.packetsReceived > 50);
     assert.equal(Number((inbound as { ssrc?: number }).ssrc), Number(announcedSsrc), 'echo arrives on the SSRC the answer announced');
-    let videoSent = 0;
-    (await client.pc.getStats()).forEach((s: any) => {
-      if (s.type === 'outbound-rtp' && (s.kind === 'video' || s.mediaType === 'video')) videoSent = s.packetsSent;
-    });
-    assert.ok(videoSent > 0, 'the camera reaches the server');
+    // Frames the server assembled from the camera's packets, not the client's own count of what it sent.
+    await until('video frames received by the server', () => metric(server.baseUrl, 'parley_video_frames_received_total'), (n) => n > framesBefore);
     stopTone();
     stopCamera();
     ear.stop();

@@ -58,7 +58,7 @@ export class VoiceAgent implements Agent {
   /** The reply whose audio is on the wire, while it plays. */
   private playing: Reply | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
-  private readonly unsubscribeDrained: () => void;
+  private readonly unsubscribePlayback: () => void;
   private closed = false;
   /** The call's context, its audio out watched by the echo guard. */
   private readonly ctx: AgentContext;
@@ -72,7 +72,12 @@ export class VoiceAgent implements Agent {
     this.session = ctx.session();
     this.setUpNoiseReduction();
     this.setUpTurnDetection();
-    this.unsubscribeDrained = ctx.audio.onDrained(() => this.checkPlaybackEnded());
+    // A playback cut short was ended by whoever cleared it (stopReply).
+    this.unsubscribePlayback = ctx.audio.onPlayback({
+      playbackFinished: ({ interrupted }) => {
+        if (!interrupted) this.checkPlaybackEnded();
+      },
+    });
   }
 
   onAudio(frame: Int16Array): void {
@@ -157,7 +162,7 @@ export class VoiceAgent implements Agent {
 
   close(): void {
     this.closed = true;
-    this.unsubscribeDrained();
+    this.unsubscribePlayback();
     clearTimeout(this.idleTimer);
     // A reply still being generated is cut where the caller stopped hearing it; one fully
     // generated was not interrupted, and is kept whole.
@@ -361,7 +366,7 @@ export class VoiceAgent implements Agent {
     return reply;
   }
 
-  /** The queue ran dry or a reply finished: once a finished reply's audio is all out, it has ended. */
+  /** The caller heard all the audio written, or a reply finished: once a finished reply's audio has all played, it has ended. */
   private checkPlaybackEnded(): void {
     const reply = this.playing ?? this.reply;
     if (!reply || reply.generating || this.ctx.audio.queuedMs > 0) return;

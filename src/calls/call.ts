@@ -8,15 +8,16 @@ import { Conversation, itemText, type Item, type PlaceResult } from '../session/
 import type { CallEvent } from '../session/events.js';
 import type { Session } from '../session/session.js';
 import { SAMPLE_RATE } from '../media/audio/format.js';
+import type { VideoFrameInfo } from '../media/videoReceiver.js';
 import { AgentHost } from './agentHost.js';
 import { CallMeter, type CallFigures } from './callFigures.js';
 import { CallLifecycle, type CallState, type CallTimeouts } from './lifecycle.js';
 import { TokenBucket } from '../system/tokenBucket.js';
 import type { CallControl, ClientProtocol, ProtocolFactory } from './protocol/types.js';
 import { Sidebands } from './sideband.js';
-import type { CallTransport, MessageChannel } from './transport.js';
+import { eventAudioOf, type CallTransport, type EventAudio, type MessageChannel } from './transport.js';
 
-/** Events held while the client's channel is not open yet. */
+/** Events held while the client's channel is not open yet (on a wire that has one). */
 const PENDING_EVENTS_LIMIT = 200;
 
 /** What one call's client may ask of the node, so that no caller starves the others. */
@@ -36,6 +37,8 @@ export interface CallObserver {
   turn?(call: Call, turn: ConversationTurn): void;
   /** 20 ms of the caller's audio as it arrived, mono PCM at `rate` (the rate the agent hears at). */
   callerAudio?(call: Call, frame: Int16Array, rate: number): void;
+  /** A frame of the caller's camera, as received (whether or not the session asks for video). */
+  videoFrame?(call: Call, frame: VideoFrameInfo): void;
   /** The agent's audio (48 kHz mono) as it leaves for the caller. */
   agentAudio?(call: Call, pcm: Int16Array): void;
   /** Every event of the call, as its protocol receives it. */
@@ -66,6 +69,8 @@ export class Call implements CallControl {
   readonly conversation: Conversation;
   private current: Session;
   private readonly transport: CallTransport;
+  /** The transport's audio inside events, when its wire has no media track. */
+  private readonly eventAudio: EventAudio | undefined;
   private readonly lifecycle: CallLifecycle;
   private readonly host: AgentHost;
   private readonly protocol: ClientProtocol;
@@ -92,6 +97,7 @@ export class Call implements CallControl {
     this.id = opts.id;
     this.apiKeyId = opts.apiKeyId;
     this.transport = opts.transport;
+    this.eventAudio = eventAudioOf(opts.transport);
     this.current = opts.session;
     this.conversation = opts.conversation;
     const { messagesPerSecond, repliesPerSecond } = opts.rates;
@@ -131,14 +137,15 @@ export class Call implements CallControl {
         this.emit({ type: 'input.dtmf', digit });
       },
       video: (frame) => {
+        this.notify((o) => o.videoFrame?.(this, frame));
         if (this.current.modalities.includes('video')) this.host.agent.onVideoFrame?.(frame);
       },
       activity: () => this.lifecycle.activity(),
       channel: (channel) => this.onChannel(channel),
       failure: (err) => this.mediaFailed(err),
-      outputAudio: (audio) => this.emit({ type: 'output_audio.delta', audio }),
     });
-    this.transport.sessionChanged?.(this.current);
+    this.eventAudio?.onOutput((audio) => this.emit({ type: 'output_audio.delta', audio }));
+    this.eventAudio?.sessionChanged(this.current);
   }
 
   get state(): CallState {
@@ -165,7 +172,7 @@ export class Call implements CallControl {
   }
 
   private measure(): CallFigures {
-    return this.meter.figures(this.transport.kind, this.transport.quality?.(), this.transport.audioOut.queuedMs);
+    return this.meter.figures(this.transport.kind, this.transport.quality(), this.transport.audioOut.queuedMs);
   }
 
   observe(observer: CallObserver): void {
@@ -189,7 +196,7 @@ export class Call implements CallControl {
 
   updateSession(next: Session): void {
     this.current = next;
-    this.transport.sessionChanged?.(next);
+    this.eventAudio?.sessionChanged(next);
     this.host.sessionChanged();
     this.notify((o) => o.sessionChanged?.(this, next));
   }
@@ -237,11 +244,13 @@ export class Call implements CallControl {
   }
 
   get audioInEvents(): boolean {
-    return this.transport.appendAudio !== undefined;
+    return !this.transport.offers.mediaTrack;
   }
 
   appendInputAudio(audio: string): boolean {
-    return this.transport.appendAudio?.(audio) ?? false;
+    if (!this.eventAudio) return false;
+    this.eventAudio.append(audio);
+    return true;
   }
 
   commitInput(): Refusal {
@@ -308,7 +317,8 @@ export class Call implements CallControl {
     this.sidebands.deliver(event);
     if (!this.sidebands.forClient(event)) return;
     if (this.channel) this.protocol.deliver(event);
-    else if (this.pending.length < PENDING_EVENTS_LIMIT) this.pending.push(event);
+    // A wire with no client channel (a phone) will never read them.
+    else if (this.transport.offers.clientChannel && this.pending.length < PENDING_EVENTS_LIMIT) this.pending.push(event);
   }
 
   /** Tells every observer; one that throws is logged and does not stop the others nor the call. */

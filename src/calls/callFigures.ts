@@ -159,7 +159,7 @@ export class CallMeter {
       get queuedMs() {
         return out.queuedMs;
       },
-      onDrained: (cb) => out.onDrained(cb),
+      onPlayback: (listener) => out.onPlayback(listener),
     };
   }
 

@@ -39,6 +39,7 @@ export function callMetrics(metrics: Metrics): CallObserver {
     event: (_call, event) => {
       if (event.type === 'stage.failed') metrics.stageFailures.inc({ stage: event.stage });
     },
+    videoFrame: () => metrics.videoFramesReceived.inc(),
     ended: (call) => {
       countSuppression(undefined);
       const transport = call.transportKind;

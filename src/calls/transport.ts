@@ -1,7 +1,8 @@
 // The seam between a call and the wire that carries it (WebRTC, a WebSocket, SIP). A
 // transport turns its wire into the call's terms — the caller's audio as PCM frames at the rate the
 // call asks for, a channel of text messages for the event protocol, and connected / interrupted /
-// lost — and plays the call's audio out in its own codec. The call never learns which wire it is on.
+// lost — and plays the call's audio out in its own codec. The call never learns which wire it is on,
+// only what the wire offers (a media track, a client channel).
 import type { AudioOut } from '../media/audio/format.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
 import type { Session } from '../session/session.js';
@@ -39,27 +40,58 @@ export interface TransportEvents {
   failure(err: Error): void;
   /** The agent's audio (48 kHz mono) as it leaves for the caller: sent now on a media track, or handed to a client that plays it next. */
   agentAudio(pcm: Int16Array): void;
-  /** Agent audio to send inside events (base64 in the session's encoding), from a transport whose wire has no media track. */
-  outputAudio(audio: string): void;
 }
 
-export interface CallTransport {
+/** What a wire offers, fixed for its life. */
+export interface WireOffers {
+  /** Audio travels on a media track of its own (RTP); without one it travels inside the client's events. */
+  readonly mediaTrack: boolean;
+  /** The client has a channel for the event protocol; without one (a phone) the call's events are heard by sidebands only. */
+  readonly clientChannel: boolean;
+}
+
+/** Audio inside the client's events, base64 in the session's encodings: a wire's with no media track. */
+export interface EventAudio {
+  /** The session changed: the encodings it asks for each way from now on. */
+  sessionChanged(session: Session): void;
+  /** The client's audio, from an event. */
+  append(audio: string): void;
+  /** Where the agent's audio goes, to be sent inside events; set once, by the call. */
+  onOutput(send: (audio: string) => void): void;
+}
+
+interface Transport {
   /** Which wire this is (`webrtc`…), for logs and metrics. */
   readonly kind: string;
+  readonly offers: WireOffers;
   /** Where the agent's speech goes: 48 kHz mono PCM, encoded and clocked out by the transport. */
   readonly audioOut: AudioOut;
   /** Starts telling `events` what happens; nothing is told before. */
   attach(events: TransportEvents): void;
   /** The sample rate the caller's audio is delivered at from now on (what the agent declares it needs). */
   setInputRate(rate: number): void;
-  /** The session changed (its audio encodings, for a wire that carries audio inside events). */
-  sessionChanged?(session: Session): void;
-  /** The client's audio inside an event (base64); false when this wire carries audio elsewhere (a media track). */
-  appendAudio?(audio: string): boolean;
   /** What it measured of its wire so far (loss, jitter, round trips, bitrate); still valid after close. */
-  quality?(): WireQuality;
+  quality(): WireQuality;
   /** Releases the wire; `reason` is the call's end reason (a transport may wait for its goodbye to leave). */
   close(reason: string): Promise<void>;
+}
+
+/** A wire whose audio has a media track (WebRTC, SIP). */
+export interface MediaTrackTransport extends Transport {
+  readonly offers: { readonly mediaTrack: true; readonly clientChannel: boolean };
+}
+
+/** A wire whose audio travels inside the client's events (a WebSocket): it always has the client's channel. */
+export interface EventAudioTransport extends Transport {
+  readonly offers: { readonly mediaTrack: false; readonly clientChannel: true };
+  readonly eventAudio: EventAudio;
+}
+
+export type CallTransport = MediaTrackTransport | EventAudioTransport;
+
+/** The transport's audio inside events, when its wire has no media track. */
+export function eventAudioOf(transport: CallTransport): EventAudio | undefined {
+  return transport.offers.mediaTrack ? undefined : (transport as EventAudioTransport).eventAudio;
 }
 
 /** A transport made for a call whose id is now known, and how to accept the client's request (an SDP answer). */

@@ -1,9 +1,9 @@
 // The agent's voice out: PCM queued by the agent, sent as one RTP packet (Opus, or G.711 for phone
-// calls) per 20 ms tick with
-// with monotonic timestamps that follow the wall clock (silences included) and the marker bit on the
+// calls) per 20 ms tick with monotonic timestamps that follow the wall clock (silences included) and the marker bit on the
 // first packet of each talk spurt.
 import { randomInt } from 'node:crypto';
-import { FRAME_SAMPLES, SAMPLE_RATE, type AudioOut } from './audio/format.js';
+import { FRAME_SAMPLES, SAMPLE_RATE, type AudioOut, type PlaybackListener } from './audio/format.js';
+import { PlaybackListeners } from './audio/playback.js';
 import { Reframer } from './audio/reframer.js';
 import { mediaClock, type MediaClock } from './mediaClock.js';
 import { OpusFrameEncoder, type OpusEncoderOptions } from './opusCodec.js';
@@ -47,8 +47,13 @@ export class AudioSender implements AudioOut {
   private ticks = 0;
   /** RTP timestamp units per 20 ms frame. */
   private readonly timestampStep: number;
+  /** Packets are going out (the RTP talk spurt, the silence that ends a cleared one included). */
   private talking = false;
-  private readonly drainedCallbacks = new Set<() => void>();
+  /** The caller is hearing the agent's speech: since playbackStarted, the milliseconds sent. */
+  private playedMs: number | undefined;
+  /** Frames of silence queued by clear() ahead of anything written after it. */
+  private padding = 0;
+  private readonly playback = new PlaybackListeners();
   private unsubscribe: (() => void) | undefined;
   packets = 0;
   octets = 0;
@@ -94,13 +99,16 @@ export class AudioSender implements AudioOut {
     this.frames.clear();
     // Cut mid-word, the far end's decoder would conceal the missing packets with sound for a while;
     // two frames of silence end the utterance cleanly.
-    if (this.talking) this.queue.push(new Int16Array(FRAME_SAMPLES), new Int16Array(FRAME_SAMPLES));
+    if (this.talking) {
+      this.queue.push(new Int16Array(FRAME_SAMPLES), new Int16Array(FRAME_SAMPLES));
+      this.padding = 2;
+    }
+    this.playbackEnded(true);
     return dropped;
   }
 
-  onDrained(cb: () => void): () => void {
-    this.drainedCallbacks.add(cb);
-    return () => this.drainedCallbacks.delete(cb);
+  onPlayback(listener: PlaybackListener): () => void {
+    return this.playback.add(listener);
   }
 
   private tick(): void {
@@ -108,10 +116,8 @@ export class AudioSender implements AudioOut {
     // The tail of an utterance: its last partial frame, padded with silence.
     const frame = this.queue.shift() ?? this.frames.flush();
     if (!frame) {
-      if (this.talking) {
-        this.talking = false;
-        for (const cb of this.drainedCallbacks) cb();
-      }
+      this.talking = false;
+      this.playbackEnded(false);
       return;
     }
     const payload = this.encoder.encode(frame);
@@ -121,10 +127,28 @@ export class AudioSender implements AudioOut {
     );
     this.seq = (this.seq + 1) & 0xffff;
     this.talking = true;
+    if (this.padding > 0) this.padding--;
+    else this.played();
     this.options.onFrame?.(frame);
     if (this.send(packet)) {
       this.packets++;
       this.octets += payload.length;
     }
+  }
+
+  /** A frame of speech went out. */
+  private played(): void {
+    if (this.playedMs === undefined) {
+      this.playedMs = 0;
+      this.playback.started();
+    }
+    this.playedMs += 20;
+  }
+
+  private playbackEnded(interrupted: boolean): void {
+    if (this.playedMs === undefined) return;
+    const finished = { playbackPositionMs: this.playedMs, interrupted };
+    this.playedMs = undefined;
+    this.playback.finished(finished);
   }
 }

@@ -42,6 +42,11 @@ export class Metrics {
     labelNames: ['decision', 'by'] as const,
     registers: [this.registry],
   });
+  readonly videoFramesReceived = new Counter({
+    name: 'parley_video_frames_received_total',
+    help: "Video frames received from callers' cameras, assembled from their RTP packets (VP8, H.264)",
+    registers: [this.registry],
+  });
   readonly tokensIssued = new Counter({ name: 'parley_tokens_issued_total', help: 'Ephemeral tokens minted', registers: [this.registry] });
   readonly rateLimited = new Counter({
     name: 'parley_rate_limited_total',

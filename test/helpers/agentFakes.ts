@@ -1,6 +1,7 @@
 // Fakes for the agent's unit tests: an audio out whose playback the test advances, a reply model and
 // a speaker that produce what the test says, and a context that records events and turns.
-import type { AudioOut } from '../../src/media/audio/format.ts';
+import type { AudioOut, PlaybackListener } from '../../src/media/audio/format.ts';
+import { PlaybackListeners } from '../../src/media/audio/playback.ts';
 import { Conversation } from '../../src/session/conversation.ts';
 import type { CallEvent } from '../../src/session/events.ts';
 import { defaultSession, type Session } from '../../src/session/session.ts';
@@ -13,7 +14,9 @@ import type { AgentContext, ConversationTurn } from '../../src/agent/types.ts';
 export class FakeAudioOut implements AudioOut {
   queuedMs = 0;
   writtenMs = 0;
-  private readonly drained = new Set<() => void>();
+  /** Since playbackStarted, the milliseconds played; undefined while silent. */
+  private playedMs: number | undefined;
+  private readonly playback = new PlaybackListeners();
   write(pcm: Int16Array): void {
     this.queuedMs += pcm.length / 48;
     this.writtenMs += pcm.length / 48;
@@ -21,17 +24,29 @@ export class FakeAudioOut implements AudioOut {
   clear(): number {
     const dropped = this.queuedMs;
     this.queuedMs = 0;
+    this.ended(true);
     return dropped;
   }
-  onDrained(cb: () => void): () => void {
-    this.drained.add(cb);
-    return () => this.drained.delete(cb);
+  onPlayback(listener: PlaybackListener): () => void {
+    return this.playback.add(listener);
   }
-  /** Sends `ms` of the queue; the drain callbacks run when it runs dry. */
+  /** Plays `ms` of the queue: playback starts with it, and finishes when the queue runs dry. */
   play(ms = Infinity): void {
-    const had = this.queuedMs > 0;
-    this.queuedMs = Math.max(0, this.queuedMs - ms);
-    if (had && this.queuedMs === 0) for (const cb of this.drained) cb();
+    if (this.queuedMs === 0) return;
+    if (this.playedMs === undefined) {
+      this.playedMs = 0;
+      this.playback.started();
+    }
+    const played = Math.min(ms, this.queuedMs);
+    this.playedMs += played;
+    this.queuedMs -= played;
+    if (this.queuedMs === 0) this.ended(false);
+  }
+  private ended(interrupted: boolean): void {
+    if (this.playedMs === undefined) return;
+    const finished = { playbackPositionMs: this.playedMs, interrupted };
+    this.playedMs = undefined;
+    this.playback.finished(finished);
   }
 }
 

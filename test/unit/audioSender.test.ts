@@ -1,5 +1,6 @@
 // AudioSender: one packet per tick while audio is queued, marker bit on each talk spurt's first
-// packet, timestamps that follow the clock through silences, two silent frames after a barge-in.
+// packet, timestamps that follow the clock through silences, two silent frames after a barge-in,
+// and the playback events of what it sent.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AudioSender } from '../../src/media/audioSender.ts';
@@ -43,17 +44,18 @@ test('after a silence the next spurt has the marker again and its timestamp coun
   assert.equal((b!.sequenceNumber - a!.sequenceNumber) & 0xffff, 1, 'no sequence gap for silence');
 });
 
-test('a partial frame at the end of an utterance is sent padded; onDrained fires once the queue runs dry', () => {
+test('a partial frame at the end of an utterance is sent padded; playback starts with the first packet and finishes once the queue runs dry', () => {
   const { s, tick, rtp } = sender();
-  let drained = 0;
-  s.onDrained(() => drained++);
+  const told: unknown[] = [];
+  s.onPlayback({ playbackStarted: () => told.push('started'), playbackFinished: (f) => told.push(f) });
   s.write(tone(960 + 100));
   assert.equal(s.queuedMs, (960 + 100) / 48);
+  assert.deepEqual(told, [], 'nothing is heard before it is sent');
   tick(2);
   assert.equal(rtp().length, 2);
-  assert.equal(drained, 0);
+  assert.deepEqual(told, ['started']);
   tick(1);
-  assert.equal(drained, 1);
+  assert.deepEqual(told, ['started', { playbackPositionMs: 40, interrupted: false }]);
 });
 
 test('what is written is copied: the writer may reuse its buffer', () => {
@@ -72,9 +74,28 @@ test('clear() while talking drops the queue and sends two frames of silence to e
   const { s, tick, rtp } = sender();
   s.write(tone(960 * 50));
   tick(2);
+  const finished: unknown[] = [];
+  s.onPlayback({ playbackFinished: (f) => finished.push(f) });
   const dropped = s.clear();
   assert.equal(dropped, 48 * 20);
+  assert.deepEqual(finished, [{ playbackPositionMs: 40, interrupted: true }], 'the caller heard 40 ms of it');
   tick(5);
   assert.equal(rtp().length, 4, 'two packets of speech, then two of silence, then nothing');
   assert.equal(s.queuedMs, 0);
+  assert.equal(finished.length, 1, 'the silence that ends it is not a playback of its own');
+});
+
+test('clear() before anything was sent tells of no playback; what is written after a clear starts one anew', () => {
+  const { s, tick } = sender();
+  const told: unknown[] = [];
+  s.onPlayback({ playbackStarted: () => told.push('started'), playbackFinished: (f) => told.push(f) });
+  s.write(tone(960 * 5));
+  s.clear();
+  assert.deepEqual(told, []);
+  s.write(tone(960 * 5));
+  tick(2);
+  s.clear();
+  s.write(tone(960));
+  tick(6);
+  assert.deepEqual(told, ['started', { playbackPositionMs: 40, interrupted: true }, 'started', { playbackPositionMs: 20, interrupted: false }]);
 });

@@ -106,7 +106,7 @@ test("usage: the caller's frames, the agent's audio less what was dropped or uns
     get queuedMs() {
       return queued;
     },
-    onDrained: () => () => {},
+    onPlayback: () => () => {},
   };
   const metered = meter.metered(out);
   for (let i = 0; i < 150; i++) meter.callerFrame();

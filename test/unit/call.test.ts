@@ -8,13 +8,15 @@ import { Call, type CallObserver } from '../../src/calls/call.ts';
 import { callLog, callMetrics } from '../../src/calls/callObservers.ts';
 import { CallLifecycle } from '../../src/calls/lifecycle.ts';
 import { orgaProtocol } from '../../src/calls/protocol/orga.ts';
-import type { CallTransport, MessageChannel, TransportEvents } from '../../src/calls/transport.ts';
+import type { EventAudio, EventAudioTransport, MediaTrackTransport, MessageChannel, TransportEvents } from '../../src/calls/transport.ts';
+import { bytesOnlyQuality } from '../../src/calls/callFigures.ts';
 import { Metrics } from '../../src/observability/metrics.ts';
 import { Conversation } from '../../src/session/conversation.ts';
 import { defaultSession, type Session } from '../../src/session/session.ts';
 import { FakeAudioOut } from '../helpers/agentFakes.ts';
 
-class FakeTransport implements CallTransport {
+/** What the fake wires share: the events they were given, the rates asked for, how they were closed. */
+abstract class FakeWire {
   readonly kind = 'fake';
   readonly audioOut = new FakeAudioOut();
   events!: TransportEvents;
@@ -26,9 +28,31 @@ class FakeTransport implements CallTransport {
   setInputRate(rate: number): void {
     this.inputRates.push(rate);
   }
+  quality() {
+    return bytesOnlyQuality({ bytes: 0, seconds: 0 }, { bytes: 0, seconds: 0 });
+  }
   async close(reason: string): Promise<void> {
     this.closedWith = reason;
   }
+}
+
+class FakeTransport extends FakeWire implements MediaTrackTransport {
+  constructor(readonly offers: MediaTrackTransport['offers'] = { mediaTrack: true, clientChannel: true }) {
+    super();
+  }
+}
+
+/** A wire with no media track: audio travels inside the client's events. */
+class FakeEventAudioTransport extends FakeWire implements EventAudioTransport {
+  readonly offers = { mediaTrack: false, clientChannel: true } as const;
+  readonly appended: string[] = [];
+  readonly encodings: (string | undefined)[] = [];
+  output: (audio: string) => void = () => {};
+  readonly eventAudio: EventAudio = {
+    sessionChanged: (s) => void this.encodings.push(s.outputAudio),
+    append: (audio) => void this.appended.push(audio),
+    onOutput: (send) => void (this.output = send),
+  };
 }
 
 class FakeChannel implements MessageChannel {
@@ -67,8 +91,7 @@ const session: Session = defaultSession({
 const timeouts = { connectTimeoutMs: 10_000, idleTimeoutMs: 60_000, maxDurationMs: 3_600_000, reconnectGraceMs: 5_000 };
 const rates = { messagesPerSecond: 50, repliesPerSecond: 2 };
 
-function makeCall(agent: AgentFactory, observer: CallObserver = {}) {
-  const transport = new FakeTransport();
+function makeCall<T extends FakeTransport | FakeEventAudioTransport = FakeTransport>(agent: AgentFactory, observer: CallObserver = {}, transport: T = new FakeTransport() as T) {
   const { log, lines } = recordingLog();
   const call = new Call({
     id: 'conv_fake',
@@ -106,6 +129,46 @@ test('a call runs its lifecycle, protocol and agent on a transport that is not W
   assert.equal(transport.closedWith, 'session_end');
   assert.equal(channel.sent.at(-1)!.type, 'session.ended');
   assert.deepEqual(seen, ['connected', 'ended:ended:session_end']);
+});
+
+test('a wire without a client channel (a phone) keeps no backlog of events; one with a channel is told what came before it opened', async () => {
+  let ctx!: AgentContext;
+  const quiet: AgentFactory = {
+    create: (c) => {
+      ctx = c;
+      return { inputSampleRate: 16_000, onAudio: () => {}, onSessionUpdate: () => {}, close: () => {} } as unknown as Agent;
+    },
+  };
+  const told = async (offers: MediaTrackTransport['offers']) => {
+    const { call, transport } = makeCall(quiet, {}, new FakeTransport(offers));
+    transport.events.connected();
+    ctx.emit({ type: 'response.text.delta', responseId: 'resp_1', itemId: 'item_1', outputIndex: 0, audio: false, delta: 'before the channel' });
+    // A channel the wire said it would not have: it shows what was kept for it.
+    const channel = new FakeChannel();
+    transport.events.channel(channel);
+    await call.end('test');
+    return channel.types().filter((t) => t === 'response.text.delta').length;
+  };
+  assert.equal(await told({ mediaTrack: true, clientChannel: true }), 1);
+  assert.equal(await told({ mediaTrack: true, clientChannel: false }), 0);
+});
+
+test('a wire with no media track carries audio inside events: the client\'s appended, the agent\'s sent as output_audio.delta, the session\'s encodings followed', async () => {
+  const events: string[] = [];
+  const { call, transport } = makeCall(echoAgentFactory(0), { event: (_c, e) => void events.push(e.type) }, new FakeEventAudioTransport());
+  assert.equal(call.audioInEvents, true);
+  assert.equal(call.appendInputAudio('AAAA'), true);
+  assert.deepEqual(transport.appended, ['AAAA']);
+  transport.output('BBBB');
+  assert.ok(events.includes('output_audio.delta'));
+  call.updateSession({ ...session, outputAudio: 'pcmu' });
+  assert.deepEqual(transport.encodings, [undefined, 'pcmu'], 'told the session at the start and at each change');
+  await call.end('test');
+
+  const media = makeCall(echoAgentFactory(0));
+  assert.equal(media.call.audioInEvents, false);
+  assert.equal(media.call.appendInputAudio('AAAA'), false, 'a wire with a media track takes no audio inside events');
+  await media.call.end('test');
 });
 
 test('the transport delivers audio at the rate the agent declares, and again after a model switch', () => {

@@ -84,10 +84,10 @@ test('once the agent has stopped and its echo died away, the guard lets go', () 
   assert.ok(rms(span) > rms(quiet) * 0.95, `${rms(span).toFixed(0)} of ${rms(quiet).toFixed(0)}`);
 });
 
-test('audio handed over at once (a WebSocket: nothing queued) is taken as played in real time', () => {
+test('audio an output does not count as queued is taken as played in real time', () => {
   const guard = new EchoGuard(16_000);
-  // An output whose queue is always empty, as the WebSocket transport's.
-  const out = { write: () => {}, clear: () => 0, queuedMs: 0, onDrained: () => () => {} };
+  // An output whose queue is always empty.
+  const out = { write: () => {}, clear: () => 0, queuedMs: 0, onPlayback: () => () => {} };
   guard.watch(out).write(reply);
   let left = 0;
   for (let t = 0; t < 4000; t += 20) {

@@ -44,7 +44,6 @@ test('symmetric RTP, a third party dropped, G.711 both ways, key presses', async
     activity: () => {},
     channel: () => {},
     failure: (err) => assert.fail(err),
-    outputAudio: () => {},
   });
   // Closed whatever happens: its sockets and media clock would keep the test process alive.
   after(() => transport.close());

@@ -115,10 +115,10 @@ export class EchoGuard {
   private damped = 0;
   private out: AudioOut | undefined;
   /**
-   * The bin the caller hears now. A transport that paces the agent's audio (WebRTC, SIP) says how
-   * much is still queued; one that hands it over at once (a WebSocket: the client plays it) is taken
-   * to be played in real time, one bin per 10 ms of the caller's audio. Past the last bin written,
-   * the caller hears silence (empty bins are added), so the guard lets go once the echo has died.
+   * The bin the caller hears now. The audio out says how much the caller has still to hear (RTP
+   * paces it; a WebSocket client's playout is a timeline); audio it does not count as queued is
+   * taken to be played in real time, one bin per 10 ms of the caller's audio. Past the last bin
+   * written, the caller hears silence (empty bins are added), so the guard lets go once the echo has died.
    */
   private played = 0;
 
@@ -145,7 +145,7 @@ export class EchoGuard {
       get queuedMs() {
         return out.queuedMs;
       },
-      onDrained: (cb) => out.onDrained(cb),
+      onPlayback: (listener) => out.onPlayback(listener),
     };
   }
 

@@ -13,7 +13,7 @@ import { RtpSession } from '../../media/rtpSession.js';
 import { SRTP_KEY_BYTES, SRTP_SALT_BYTES, SrtpChannel } from '../../media/srtp.js';
 import { TelephoneEvents } from '../../media/telephoneEvent.js';
 import { rtpQuality, type WireQuality } from '../callFigures.js';
-import type { CallTransport, TransportEvents } from '../transport.js';
+import type { MediaTrackTransport, TransportEvents } from '../transport.js';
 import { answerDirection, type AudioOffer } from './sdp.js';
 
 /** RTCP every five seconds, RFC 3550's minimum interval. */
@@ -30,8 +30,10 @@ export interface SipDialogControl {
   hangUp(): void;
 }
 
-export class SipTransport implements CallTransport {
+export class SipTransport implements MediaTrackTransport {
   readonly kind = 'sip';
+  // RTP audio; no channel for the event protocol (a phone): only sidebands hear the call's events.
+  readonly offers = { mediaTrack: true, clientChannel: false } as const;
   private readonly media: RtpSession;
   private readonly keys = new TelephoneEvents();
   private events: TransportEvents | undefined;

@@ -4,7 +4,7 @@
 import { SAMPLE_RATE, type AudioOut } from '../../media/audio/format.js';
 import { frameConverter } from '../../media/audio/resample.js';
 import type { WireQuality } from '../callFigures.js';
-import type { CallTransport, MessageChannel, TransportEvents } from '../transport.js';
+import type { MediaTrackTransport, MessageChannel, TransportEvents } from '../transport.js';
 import { MediaSession } from './mediaSession.js';
 import type { PeerState, RemoteCandidate, ServerPeer } from './peer/types.js';
 import type { OfferPlan } from './sdpOffer.js';
@@ -27,8 +27,10 @@ export interface WebRtcOffer {
   receiveVideo: boolean;
 }
 
-export class WebRtcTransport implements CallTransport {
+export class WebRtcTransport implements MediaTrackTransport {
   readonly kind = 'webrtc';
+  // RTP audio, and the client's data channel for the event protocol.
+  readonly offers = { mediaTrack: true, clientChannel: true } as const;
   private readonly media: MediaSession;
   private events: TransportEvents | undefined;
   private channel: MessageChannel | undefined;

@@ -1,23 +1,28 @@
 // A call over a WebSocket (OpenAI's Realtime WebSocket interface): the socket is the event channel,
 // and audio travels inside events, base64 in the session's encoding (PCM 24 kHz, G.711 8 kHz) —
 // decoded and framed here for the agent, and the agent's speech encoded here as fast as it is
-// synthesised (the client plays it, so nothing is queued on this side).
+// synthesised. The client plays it as it arrives: its playout is kept as a timeline (playoutTimeline.ts).
 import type { WebSocket } from 'ws';
 import { FRAME_SAMPLES, SAMPLE_RATE, type AudioOut } from '../../media/audio/format.js';
 import { StreamResampler, frameConverter } from '../../media/audio/resample.js';
 import { WIRE_RATE, decodeWireAudio, encodeWireAudio, type AudioEncoding } from '../../media/audio/wireAudio.js';
 import type { Session } from '../../session/session.js';
 import { bytesOnlyQuality, type AudioTally, type WireQuality } from '../callFigures.js';
-import type { CallTransport, TransportEvents } from '../transport.js';
+import type { EventAudio, EventAudioTransport, TransportEvents } from '../transport.js';
+import { PlayoutTimeline } from './playoutTimeline.js';
 import { websocketChannel } from './websocketChannel.js';
 
 /** Close codes (RFC 6455): going away (shutdown), policy (a client too slow to read), normal. */
 const CLOSE_CODE: Record<string, number> = { server_shutdown: 1001, client_too_slow: 1008 };
 
-export class WebSocketTransport implements CallTransport {
+export class WebSocketTransport implements EventAudioTransport {
   readonly kind = 'websocket';
+  readonly offers = { mediaTrack: false, clientChannel: true } as const;
   readonly audioOut: AudioOut;
+  readonly eventAudio: EventAudio;
   private events: TransportEvents | undefined;
+  private sendOutput: (audio: string) => void = () => {};
+  private readonly playout = new PlayoutTimeline();
   private socket: WebSocket | undefined;
   private closed = false;
   private inputEncoding: AudioEncoding = 'pcm16';
@@ -33,27 +38,33 @@ export class WebSocketTransport implements CallTransport {
 
   /** `maxUnsentBytes`: what a client that does not read may leave unsent before its session ends. */
   constructor(private readonly maxUnsentBytes: number) {
-    const drained = new Set<() => void>();
+    const playout = this.playout;
     this.audioOut = {
       write: (pcm) => {
         if (this.closed) return;
         const wire = encodeWireAudio(this.fromAgent(pcm), this.outputEncoding);
         this.sent.bytes += wire.length;
         this.sent.seconds += pcm.length / SAMPLE_RATE;
-        this.events?.outputAudio(wire.toString('base64'));
+        this.sendOutput(wire.toString('base64'));
         // The client plays it from now on, after what it was sent before.
         this.events?.agentAudio(pcm);
-        // Handed to the client at once: the queue is dry again as soon as this turn of the loop ends.
-        setImmediate(() => {
-          for (const cb of drained) cb();
-        });
+        playout.sent((pcm.length * 1000) / SAMPLE_RATE);
       },
-      clear: () => 0,
-      queuedMs: 0,
-      onDrained: (cb) => {
-        drained.add(cb);
-        return () => drained.delete(cb);
+      // What was sent is the client's: nothing is dropped here (an OpenAI client truncates the item
+      // itself, to what it played), but the client is taken to stop playing now.
+      clear: () => {
+        playout.stop();
+        return 0;
       },
+      get queuedMs() {
+        return playout.queuedMs;
+      },
+      onPlayback: (listener) => playout.onPlayback(listener),
+    };
+    this.eventAudio = {
+      sessionChanged: (session) => this.sessionChanged(session),
+      append: (audio) => this.appendAudio(audio),
+      onOutput: (send) => void (this.sendOutput = send),
     };
   }
 
@@ -74,7 +85,7 @@ export class WebSocketTransport implements CallTransport {
     this.rebuildInput();
   }
 
-  sessionChanged(session: Session): void {
+  private sessionChanged(session: Session): void {
     const input = session.inputAudio ?? 'pcm16';
     const output = session.outputAudio ?? 'pcm16';
     if (input !== this.inputEncoding) {
@@ -87,7 +98,7 @@ export class WebSocketTransport implements CallTransport {
     }
   }
 
-  appendAudio(audio: string): boolean {
+  private appendAudio(audio: string): void {
     const wire = Buffer.from(audio, 'base64');
     const decoded = decodeWireAudio(wire, this.inputEncoding);
     this.received.bytes += wire.length;
@@ -103,7 +114,6 @@ export class WebSocketTransport implements CallTransport {
     let at = 0;
     for (; at + frame <= all.length; at += frame) this.events?.audio(all.slice(at, at + frame));
     this.partial = all.slice(at);
-    return true;
   }
 
   quality(): WireQuality {
@@ -113,6 +123,8 @@ export class WebSocketTransport implements CallTransport {
   async close(reason: string): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Nothing plays after the call's end.
+    this.playout.stop();
     const socket = this.socket;
     if (!socket) return;
     if (reason === 'client_too_slow') return void socket.terminate();

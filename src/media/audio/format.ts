@@ -3,14 +3,30 @@
 export const SAMPLE_RATE = 48_000;
 export const FRAME_SAMPLES = 960;
 
-/** Where an agent's speech goes: a queue the call drains at 20 ms per frame onto the RTP stream. */
+/** How a stretch of the agent's speech ended for the caller (as livekit agents' PlaybackFinishedEvent). */
+export interface PlaybackFinished {
+  /** Milliseconds of it the caller heard, from its playbackStarted. */
+  playbackPositionMs: number;
+  /** Cut short by clear() (barge-in, cancel) rather than played to its end. */
+  interrupted: boolean;
+}
+
+/** What an audio out tells of its playback; each member is optional. */
+export interface PlaybackListener {
+  /** The caller starts hearing the agent (the first audio after silence). */
+  playbackStarted?(): void;
+  /** The caller stopped hearing it: all of it played, or the rest was cleared. */
+  playbackFinished?(finished: PlaybackFinished): void;
+}
+
+/** Where an agent's speech goes: a queue played out to the caller at real-time rate. */
 export interface AudioOut {
   /** Queues PCM (any length; split into 20 ms frames). */
   write(pcm: Int16Array): void;
   /** Drops everything queued and not yet sent (barge-in). Returns the milliseconds dropped. */
   clear(): number;
-  /** Milliseconds of audio queued and not yet sent. */
+  /** Milliseconds of audio written that the caller has not heard yet. */
   readonly queuedMs: number;
-  /** Called once each time the queue runs dry after audio was written; returns the unsubscribe. */
-  onDrained(cb: () => void): () => void;
+  /** Tells `listener` of each playback from now on; returns the unsubscribe. */
+  onPlayback(listener: PlaybackListener): () => void;
 }
