@@ -1,16 +1,16 @@
 #!/usr/bin/env node
 // The test tiers (README, "Development"). Run through `npm run test:*`, which starts this with tsx
 // loaded so that the test files' processes inherit it.
-//   unit    the pure unit tests (test/unit): no server, no browser, no Debian program
-//   fast    type check, the unit tests, and the integration tests that start no browser, no SIP
-//           user agent, no second node and no release build (FAST_FILES below)
-//   all     type check, one build of dist/, then every test file: the servers they start run from
-//           dist/ (PARLEY_TEST_SERVER=dist), not through tsx. Each file's duration goes to
-//           test-artifacts/durations.jsonl, and the slowest ten are printed at the end.
-//   FILE…   just those files (servers from the sources through tsx)
-// Files run one at a time, except the ones in PARALLEL_FILES (they mostly wait: on timers, on
-// other processes), which run two at a time before the rest. The media tests measure rates, delays
-// and quality on a 2-core machine, so they have it to themselves.
+//   unit    the unit tests (test/unit): no server, no browser
+//   fast    type check, the unit tests, and the integration tests that run in-process or start one
+//           server and no browser, SIP user agent, cluster or release build (FAST_FILES)
+//   all     type check, one build of dist/, then every test file, the servers they start running
+//           from dist/ (PARLEY_TEST_SERVER=dist) rather than through tsx
+//   FILE…   just those files, one at a time (servers from the sources through tsx)
+// Every run writes each file's duration to test-artifacts/durations-<tier>.jsonl and prints the
+// slowest ten. In `all`, the files of PARALLEL_FILES and the unit tests run two at a time, then the
+// rest one at a time: those measure rates, delays and audio on a 2-core machine, so they have it to
+// themselves. One closing line counts the whole run.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -28,12 +28,13 @@ const FAST_FILES = ['test/openapi.test.ts', 'test/readme.test.ts', 'test/service
 
 /**
  * Files that mostly wait (on timers, restarts, other processes) and assert no rate, delay or audio
- * quality: they run two at a time, beside the unit tests. Each has its own store, Redis and ports.
+ * quality: they run two at a time, beside the unit tests, longest first (the release build alone
+ * takes one slot for a minute and a half). Each has its own store, Redis and ports.
  */
 const PARALLEL_FILES = [
-  'admission', 'build', 'candidates', 'cli', 'console', 'contract', 'first-start', 'http-limits', 'ice',
-  'nodes', 'offer-fuzz', 'openapi', 'outage', 'postgres', 'rate-limits', 'readme', 'reconcile', 'revocation',
-  'services-startup', 'sip-routing-nodes', 'stun', 'tokens', 'turn-relay-abuse', 'workers',
+  'build', 'first-start', 'webhooks', 'turn-relay', 'http-limits', 'turn-relay-abuse', 'revocation', 'outage',
+  'reconcile', 'tokens', 'cli', 'console', 'nodes', 'rate-limits', 'admission', 'workers', 'postgres', 'contract',
+  'stun', 'sip-routing-nodes', 'offer-fuzz', 'candidates', 'ice', 'services-startup', 'openapi', 'readme',
 ].map((name) => join(root, 'test', `${name}.test.ts`));
 
 const listTests = (dir) =>
@@ -121,11 +122,10 @@ function tee(source) {
 }
 
 
-const [tier = 'all', ...rest] = process.argv.slice(2);
+let [tier = 'all', ...rest] = process.argv.slice(2);
 const started = performance.now();
 const unitFiles = listTests('test/unit');
 let groups;
-const durationsFile = join(root, 'test-artifacts', `durations-${['unit', 'fast', 'all'].includes(tier) ? tier : 'files'}.jsonl`);
 switch (tier) {
   case 'unit':
     groups = [{ files: unitFiles, concurrency: 2 }];
@@ -139,18 +139,20 @@ switch (tier) {
     step('build', process.execPath, [join(root, 'scripts/build.mjs')]);
     process.env.PARLEY_TEST_SERVER = 'dist';
     const integration = listTests('test');
-    const parallel = integration.filter((f) => PARALLEL_FILES.includes(f));
+    const missing = PARALLEL_FILES.filter((f) => !integration.includes(f));
+    if (missing.length) throw new Error(`PARALLEL_FILES names files that do not exist: ${missing.join(', ')}`);
     groups = [
-      { files: [...unitFiles, ...parallel], concurrency: 2 },
-      { files: integration.filter((f) => !parallel.includes(f)), concurrency: 1 },
+      { files: [...PARALLEL_FILES, ...unitFiles], concurrency: 2 },
+      { files: integration.filter((f) => !PARALLEL_FILES.includes(f)), concurrency: 1 },
     ];
     break;
   }
   default:
     groups = [{ files: [tier, ...rest].map((f) => resolve(f)), concurrency: 1 }];
+    tier = 'files';
 }
 
-const counts = await runFiles(groups, { durationsFile });
+const counts = await runFiles(groups, { durationsFile: join(root, 'test-artifacts', `durations-${tier}.jsonl`) });
 const minutes = (performance.now() - started) / 60_000;
 console.log(`\ntest: ${tier} took ${minutes.toFixed(1)} min`);
 // The closing line, for the whole run (each group's runner printed none).
