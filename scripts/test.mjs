@@ -62,7 +62,9 @@ async function runFiles(groups, { durationsFile } = {}) {
   async function* events() {
     for (const { files, concurrency } of groups) {
       if (files.length === 0) continue;
-      for await (const event of run({ files, concurrency })) {
+      // A file whose tests are done ends even if something it started still holds its event loop;
+      // a test that hangs fails after ten minutes (the longest, the release build, takes two).
+      for await (const event of run({ files, concurrency, forceExit: true, timeout: 10 * 60_000 })) {
         // Each run closes with its own totals; one line of totals for the whole is printed below.
         if (event.type === 'test:diagnostic' && event.data.nesting === 0 && !event.data.file) continue;
         // A file whose process failed outside any test (it did not load, it exited early) fails too.

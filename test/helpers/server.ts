@@ -69,7 +69,11 @@ export async function startServer(extraEnv: Record<string, string> = {}, nodeArg
   proc.stderr!.on('data', (d) => (err += d));
   const ready = await new Promise<{ baseUrl: string; devKey: string }>((resolveReady, reject) => {
     // Generous: a loaded 2-core machine can take long to load the speech engines.
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}\n${err}`)), 60_000);
+    const timer = setTimeout(() => {
+      // A server that hangs at its start must not keep the test's process alive after the failure.
+      proc.kill('SIGKILL');
+      reject(new Error(`server did not start:\n${out}\n${err}`));
+    }, 60_000);
     proc.stdout!.on('data', (d) => {
       out += d;
       const m = /parley ready at (https?:\/\/\S+)/.exec(out);

@@ -73,3 +73,10 @@ test('a worker that dies mid-recognition fails that recognition only, and is rep
   afterwards.forEach((s) => say(s, 'what time is it'));
   assert.deepEqual(await Promise.all(afterwards.map((s) => s.finish())), ['what time is it', 'what time is it'], 'both workers recognise again');
 });
+
+test('four workers loading the model at once all become ready', async () => {
+  // Each worker's decoder used to reopen PocketSphinx's one process-wide log FILE (fclosing the one
+  // before): two at once closed it twice and glibc's stdio deadlocked the process at a node's start.
+  const rec = recognizer(4);
+  await until('four workers ready', () => rec.health().state, (s) => s === 'ready', 60_000);
+});

@@ -23,6 +23,13 @@ const psStartUtt = pocketsphinx.func('int ps_start_utt(void* ps)');
 const psProcessRaw = pocketsphinx.func('int ps_process_raw(void* ps, const int16_t* data, size_t n, int no_search, int full_utt)');
 const psEndUtt = pocketsphinx.func('int ps_end_utt(void* ps)');
 const psGetHyp = pocketsphinx.func('const char* ps_get_hyp(void* ps, _Out_ int32_t* score)');
+const errSetLogfp = sphinxbase.func('void* err_set_logfp(void* stream)');
+
+// PocketSphinx logs through one process-wide FILE. Its -logfn setting opens a file and fcloses the
+// one before, so two workers starting decoders at once closed the same FILE twice: glibc's stdio
+// then deadlocked the whole process (seen at a node's start). A null stream turns the log off
+// without closing anything; every worker setting it is harmless.
+errSetLogfp(null);
 
 type Decoder = unknown;
 const idle: Decoder[] = [];
@@ -34,7 +41,6 @@ function newDecoder(): Decoder {
     s, '-hmm', s, `${modelDir}/en-us`,
     s, '-lm', s, `${modelDir}/en-us.lm.bin`,
     s, '-dict', s, `${modelDir}/cmudict-en-us.dict`,
-    s, '-logfn', s, '/dev/null',
     s, null);
   if (!config) throw new Error('pocketsphinx configuration failed');
   const decoder = psInit(config);

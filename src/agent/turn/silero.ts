@@ -3,6 +3,7 @@
 // each call's Vad keeps its own recurrent state and audio context.
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import './onnxTelemetryOff.js';
 import ort from 'onnxruntime-node';
 import type { Vad, VadProvider } from './types.js';
 
