@@ -3,19 +3,25 @@
 // by `parley webhooks add` and WEBHOOK_URL at start; a receiver's host that resolved to an allowed
 // address when it was added and to a loopback one at send time (a tiny DNS server on 127.0.0.1
 // that Parley is pointed at with WEBHOOK_DNS_SERVERS, switched between the two) is not sent to;
+// an HTTPS receiver, reached by the address checked, still has its certificate checked by name;
 // a receiver answering with a 300 MB body does not grow the node's memory. Everything stays on
 // loopback: 127.0.0.2 plays the allowed outside receiver. The tests wait for events; the one figure
 // asserted is memory (RSS), not time.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import WebSocket from 'ws';
 import { DnsServer } from './helpers/dnsServer.ts';
 import { freePort } from './helpers/coturn.ts';
 import { PARLEY, metric, startServer, type RunningServer } from './helpers/server.ts';
+import { makeCertificate } from './helpers/tls.ts';
 import { until } from './helpers/wait.ts';
 
 const MiB = 1024 * 1024;
@@ -24,15 +30,17 @@ const FLOOD_BYTES = 300 * MiB;
 /** An HTTP server on `host` that counts requests by path and answers `answer` (204 by default). */
 class Listener {
   readonly paths: string[] = [];
-  answer: (res: import('node:http').ServerResponse) => void = (res) => void res.writeHead(204).end();
+  answer: (res: ServerResponse) => void = (res) => void res.writeHead(204).end();
   private server: Server | undefined;
 
-  async start(host: string, port = 0): Promise<this> {
-    this.server = createServer((req, res) => {
+  /** `tls`: serve HTTPS with this certificate. */
+  async start(host: string, port = 0, tls?: { cert: string; key: string }): Promise<this> {
+    const handler: RequestListener = (req, res) => {
       this.paths.push(req.url ?? '/');
       req.resume();
       req.on('end', () => this.answer(res));
-    });
+    };
+    this.server = tls ? createTlsServer({ cert: readFileSync(tls.cert), key: readFileSync(tls.key) }, handler) : createServer(handler);
     await new Promise<void>((resolve, reject) => {
       this.server!.once('error', reject);
       this.server!.listen(port, host, resolve);
@@ -53,7 +61,7 @@ class Listener {
 /** Answers 200 with a `bytes` body written 1 MiB at a time as the reader takes it; `sent` counts what left. */
 function flood(bytes: number, sent: { bytes: number }) {
   const chunk = Buffer.alloc(MiB, 'x');
-  return (res: import('node:http').ServerResponse) => {
+  return (res: ServerResponse) => {
     res.writeHead(200, { 'content-type': 'text/plain', 'content-length': String(bytes) });
     res.on('error', () => {});
     const more = () => {
@@ -72,6 +80,8 @@ describe('where webhooks may go, and what a receiver may answer', () => {
   const outside = new Listener();
   const trap = new Listener();
   const global = new Listener();
+  const secure = new Listener();
+  let certDir: string;
   let internalPort: number;
   let server: RunningServer;
   let keyId: string;
@@ -83,6 +93,9 @@ describe('where webhooks may go, and what a receiver may answer', () => {
     await outside.start('127.0.0.2');
     await trap.start('127.0.0.1', outside.port);
     await global.start('127.0.0.2');
+    certDir = mkdtempSync(join(tmpdir(), 'parley-webhook-tls-'));
+    const tls = makeCertificate(certDir, 'secure.parley.test');
+    await secure.start('127.0.0.2', 0, tls);
     internalPort = await freePort();
     server = await startServer({
       WEBHOOK_ALLOWED_CIDRS: '127.0.0.2/32',
@@ -93,6 +106,8 @@ describe('where webhooks may go, and what a receiver may answer', () => {
       WEBHOOK_RETRY_MAX_MS: '300',
       WEBHOOK_POLL_MS: '100',
       INTERNAL_PORT: String(internalPort),
+      // The node trusts the HTTPS receiver's self-signed certificate, for its name only.
+      NODE_EXTRA_CA_CERTS: tls.cert,
     });
     const created = await server.cli('keys', 'create', '--name', 'destinations');
     apiKey = /key:\s+(sk_parley_ai_\w+)/.exec(created.stdout)![1]!;
@@ -100,7 +115,8 @@ describe('where webhooks may go, and what a receiver may answer', () => {
   });
   after(async () => {
     await server?.stop();
-    await Promise.all([outside.stop(), trap.stop(), global.stop(), dns.stop()]);
+    await Promise.all([outside.stop(), trap.stop(), global.stop(), secure.stop(), dns.stop()]);
+    rmSync(certDir, { recursive: true, force: true });
   });
 
   /** `parley` with the server's settings and `env` over them. */
@@ -176,6 +192,23 @@ describe('where webhooks may go, and what a receiver may answer', () => {
     dns.records.set('hooks.parley.test', '127.0.0.2');
     await until('the second delivered', () => deliveriesOf(second, url), (ds) => ds[0]?.status === 'delivered');
     assert.deepEqual(outside.paths, ['/hook', '/hook']);
+  });
+
+  test('an HTTPS receiver reached by its checked address is verified against its name', async () => {
+    dns.records.set('secure.parley.test', '127.0.0.2');
+    dns.records.set('other.parley.test', '127.0.0.2');
+    const url = `https://secure.parley.test:${secure.port}/hook`;
+    const wrongName = `https://other.parley.test:${secure.port}/hook`;
+    for (const u of [url, wrongName]) {
+      const added = await server.cli('webhooks', 'add', '--key', keyId, '--url', u, '--events', 'call.started');
+      assert.equal(added.code, 0, added.stderr);
+    }
+    const callId = await session();
+    await until('delivered over HTTPS', () => deliveriesOf(callId, url), (ds) => ds[0]?.status === 'delivered');
+    const [mismatch] = await until('the other name attempted', () => deliveriesOf(callId, wrongName), (ds) => ds[0]?.attempts >= 1 && ds[0]?.lastError);
+    assert.equal(mismatch.status, 'pending');
+    assert.equal(mismatch.lastError, 'ERR_TLS_CERT_ALTNAME_INVALID', 'the certificate is for secure.parley.test, not other.parley.test');
+    assert.deepEqual(secure.paths, ['/hook']);
   });
 
   test('a receiver answering with a 300 MB body: the status is recorded, the node holds a few KiB of it', async () => {
