@@ -19,6 +19,16 @@ export interface OutboundGuard {
   ownListeners: () => Promise<readonly Listener[]>;
 }
 
+export interface OutboundInit {
+  method: string;
+  headers: Record<string, string>;
+  body: string;
+  /** Bounds the whole request: resolution, connection, answer. */
+  signal: AbortSignal;
+  /** How much of the answer's body to read; the rest is never read. */
+  keepBytes: number;
+}
+
 export interface OutboundResponse {
   status: number;
   /** The body's first bytes, at most the `keepBytes` asked for. */
@@ -45,13 +55,32 @@ export async function allowedAddresses(url: URL, guard: OutboundGuard): Promise<
   return addresses;
 }
 
-/** Sends the request to the first allowed address of `url`'s host; `signal` bounds all of it. */
+/** Connection errors after which the host's next address is tried: nothing was sent yet. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+
+/**
+ * Sends the request to the addresses of `url`'s host, in the resolver's order, until one takes
+ * the connection; `signal` bounds all of it.
+ */
 export async function outboundRequest(
   url: URL,
-  init: { method: string; headers: Record<string, string>; body: string; signal: AbortSignal; keepBytes: number },
+  init: OutboundInit,
   guard: OutboundGuard,
 ): Promise<OutboundResponse> {
-  const [address] = await untilAborted(allowedAddresses(url, guard), init.signal);
+  const addresses = await untilAborted(allowedAddresses(url, guard), init.signal);
+  let failure: unknown;
+  for (const address of addresses) {
+    try {
+      return await requestTo(address, url, init);
+    } catch (err) {
+      failure = err;
+      if (!UNREACHABLE.has((err as NodeJS.ErrnoException).code ?? '')) break;
+    }
+  }
+  throw failure;
+}
+
+function requestTo(address: string, url: URL, init: OutboundInit): Promise<OutboundResponse> {
   const { host, port } = destination(url);
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {

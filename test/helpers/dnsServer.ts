@@ -5,8 +5,8 @@ import { createSocket, type Socket } from 'node:dgram';
 import type { AddressInfo } from 'node:net';
 
 export class DnsServer {
-  /** name (lowercase, no trailing dot) → IPv4 address. */
-  readonly records = new Map<string, string>();
+  /** name (lowercase, no trailing dot) → its IPv4 address or addresses, answered in this order. */
+  readonly records = new Map<string, string | string[]>();
   /** A queries answered, by name. */
   readonly asked: string[] = [];
   private socket: Socket | undefined;
@@ -43,23 +43,24 @@ export class DnsServer {
     if (questionEnd > query.length) return undefined;
     const type = query.readUInt16BE(at + 1);
     const name = labels.join('.').toLowerCase();
-    const address = type === 1 ? this.records.get(name) : undefined;
+    const addresses = type === 1 ? [this.records.get(name) ?? []].flat() : [];
     if (type === 1) this.asked.push(name);
     const header = Buffer.alloc(12);
     query.copy(header, 0, 0, 2);
     // QR, the query's RD, RA; NOERROR (an empty answer for other types), NXDOMAIN for unknown names.
     header.writeUInt16BE(0x8080 | (query.readUInt16BE(2) & 0x0100) | (this.records.has(name) ? 0 : 3), 2);
     header.writeUInt16BE(1, 4);
-    header.writeUInt16BE(address ? 1 : 0, 6);
-    const question = query.subarray(12, questionEnd);
-    if (!address) return Buffer.concat([header, question]);
-    const record = Buffer.alloc(16);
-    record.writeUInt16BE(0xc00c, 0); // the name: a pointer to the question's
-    record.writeUInt16BE(1, 2); // A
-    record.writeUInt16BE(1, 4); // IN
-    record.writeUInt32BE(0, 6); // TTL 0
-    record.writeUInt16BE(4, 10);
-    address.split('.').forEach((octet, i) => record.writeUInt8(Number(octet), 12 + i));
-    return Buffer.concat([header, question, record]);
+    header.writeUInt16BE(addresses.length, 6);
+    const records = addresses.map((address) => {
+      const record = Buffer.alloc(16);
+      record.writeUInt16BE(0xc00c, 0); // the name: a pointer to the question's
+      record.writeUInt16BE(1, 2); // A
+      record.writeUInt16BE(1, 4); // IN
+      record.writeUInt32BE(0, 6); // TTL 0
+      record.writeUInt16BE(4, 10);
+      address.split('.').forEach((octet, i) => record.writeUInt8(Number(octet), 12 + i));
+      return record;
+    });
+    return Buffer.concat([header, query.subarray(12, questionEnd), ...records]);
   }
 }

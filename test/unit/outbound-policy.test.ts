@@ -168,3 +168,17 @@ test('a refused address is never connected to, whichever name leads there', asyn
   await assert.rejects(ask(`http://[::ffff:127.0.0.2]:${port}/`), OutboundRefused);
   assert.equal(served, before);
 });
+
+test('a host with several addresses: one refused refuses the host; an unreachable one passes to the next', async () => {
+  const port = (receiver.address() as AddressInfo).port;
+  const ask = (name: string) =>
+    outboundRequest(new URL(`http://${name}:${port}/`), { method: 'POST', headers: {}, body: '{}', signal: AbortSignal.timeout(5000), keepBytes: 16 }, guardFor(['127.0.0.2/32', '127.0.0.3/32']));
+  dns.records.set('mixed.parley.test', ['127.0.0.2', '127.0.0.1']);
+  const before = served;
+  await assert.rejects(ask('mixed.parley.test'), /mixed\.parley\.test: 127\.0\.0\.1 is a loopback address/);
+  assert.equal(served, before);
+  // Nothing listens on 127.0.0.3: refused there, answered on 127.0.0.2.
+  dns.records.set('two.parley.test', ['127.0.0.3', '127.0.0.2']);
+  assert.equal((await ask('two.parley.test')).status, 500);
+  assert.equal(served, before + 1);
+});
