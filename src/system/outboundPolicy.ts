@@ -3,7 +3,7 @@
 // only the server reaches: its own machine, the private network, the cloud's metadata service.
 // Those are refused unless an operator's allow list (CIDR ranges) names them; Parley's own
 // listeners are refused whatever the list says (nothing of Parley's is meant to receive these).
-import { isIP } from 'node:net';
+import { isIP, type BlockList } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { blockList, contains, unmapped } from './cidr.js';
 
@@ -32,7 +32,7 @@ export interface Listener {
 }
 
 export class OutboundPolicy {
-  private readonly allowed;
+  private readonly allowed: BlockList;
 
   /** `allowSetting` names the setting that holds `allowedCidrs`, for the refusals' messages. */
   constructor(
