@@ -66,7 +66,7 @@ async function runNode(config: Config): Promise<void> {
   }
   const internalAddr = internal.address();
   const nodeUrl = `http://${hostInUrl(config.INTERNAL_HOST)}:${typeof internalAddr === 'object' && internalAddr ? internalAddr.port : internalPort}`;
-  await services.announce(nodeUrl).catch((err: Error) => log.warn({ err: err.message }, 'could not record this node in the registry yet (the next heartbeat will)'));
+  await services.announce(nodeUrl, port).catch((err: Error) => log.warn({ err: err.message }, 'could not record this node in the registry yet (the next heartbeat will)'));
 
   if (workerIndex) process.send!({ kind: 'listening', port } satisfies WorkerMessage);
   else printReady(config, port);

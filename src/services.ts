@@ -34,6 +34,9 @@ import type { SessionDefaults } from './session/session.js';
 import { ClientSecretSessionStore } from './storage/clientSecretSessions.js';
 import { TurnKeySecrets } from './ice/turnKeySecrets.js';
 import { TurnService, type TurnHealth } from './ice/turnService.js';
+import type { Listener } from './system/outboundPolicy.js';
+import { OutboundRefused, type OutboundGuard } from './system/outboundRequest.js';
+import { StartupError } from './system/startupError.js';
 import { Teardown } from './system/teardown.js';
 import { ConversationStore } from './storage/conversations.js';
 import { openBus, type InvalidationBus } from './storage/bus.js';
@@ -42,6 +45,7 @@ import { migrate } from './storage/migrations.js';
 import { NodeLiveness } from './storage/nodeLiveness.js';
 import { NodeStore, loadOrCreateNodeId } from './storage/nodes.js';
 import { CallWebhooks } from './webhooks/callWebhooks.js';
+import { checkWebhookUrl, configuredHttpListener, webhookGuard } from './webhooks/destinations.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import { WebhookEndpointStore } from './webhooks/endpoints.js';
 import { WebhookOutbox } from './webhooks/outbox.js';
@@ -118,8 +122,11 @@ export interface Services extends Store {
   nodeId: string;
   /** The other nodes (and workers) calls can be passed to. */
   nodeDirectory: NodeDirectory;
-  /** Records where this node's node-to-node listener is, so the others can pass it requests. */
-  announce(url: string): Promise<void>;
+  /**
+   * Records where this node's node-to-node listener is, so the others can pass it requests, and
+   * the port its HTTP server got (neither receives webhooks).
+   */
+  announce(url: string, httpPort: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -190,7 +197,8 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   const nodeId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
   const nodeStore = new NodeStore(store.db);
   const admission = admissionOf(config, metrics);
-  const webhookPublisher = await startWebhooks(config, store, metrics, log, teardown);
+  let httpListener: Listener | undefined = configuredHttpListener(config);
+  const webhookPublisher = await startWebhooks(config, store, webhookGuard(config, nodeStore, () => httpListener), metrics, log, teardown);
   const recordings = new Recordings(
     { byDefault: config.RECORDING === 'on', dir: config.RECORDING_DIR ?? join(config.DATA_DIR, 'recordings'), retentionDays: config.RECORDING_RETENTION_DAYS },
     (apiKeyId) => store.apiKeys.recordingOf(apiKeyId),
@@ -282,8 +290,9 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     readiness,
     nodeId,
     nodeDirectory,
-    async announce(url) {
+    async announce(url, httpPort) {
       nodeUrl = url;
+      httpListener = { host: config.HOST, port: httpPort };
       await liveness.heartbeatNow();
     },
     agents: agents.registry,
@@ -334,7 +343,8 @@ function admissionOf(config: Config, metrics: Metrics): Admission {
 }
 
 /** The webhook deliveries (the dispatcher started) and the publisher that writes their events. */
-async function startWebhooks(config: Config, store: Store, metrics: Metrics, log: FastifyBaseLogger, teardown: Teardown): Promise<WebhookPublisher> {
+async function startWebhooks(config: Config, store: Store, guard: OutboundGuard, metrics: Metrics, log: FastifyBaseLogger, teardown: Teardown): Promise<WebhookPublisher> {
+  if (config.WEBHOOK_URL) await checkGlobalWebhookUrl(config.WEBHOOK_URL, guard, log);
   await store.webhookEndpoints.syncGlobal();
   const dispatcher = new WebhookDispatcher(
     store.webhookOutbox,
@@ -345,12 +355,26 @@ async function startWebhooks(config: Config, store: Store, metrics: Metrics, log
       concurrency: config.WEBHOOK_CONCURRENCY,
       retryMaxMs: config.WEBHOOK_RETRY_MAX_MS,
       attempted: (outcome) => metrics.webhookAttempts.inc({ outcome }),
+      guard,
     },
     log,
   );
   dispatcher.start();
   teardown.add('webhook dispatcher', () => dispatcher.stop());
   return new WebhookPublisher(store.webhookEndpoints, store.webhookOutbox, dispatcher);
+}
+
+/**
+ * A WEBHOOK_URL the outbound policy refuses stops the start; one that does not resolve now is only
+ * warned of (its DNS may be back by the first event, and each delivery is checked again anyway).
+ */
+async function checkGlobalWebhookUrl(url: string, guard: OutboundGuard, log: FastifyBaseLogger): Promise<void> {
+  try {
+    await checkWebhookUrl(url, guard);
+  } catch (err) {
+    if (err instanceof OutboundRefused) throw new StartupError(`WEBHOOK_URL: ${err.message}`);
+    log.warn({ err: (err as Error).message }, 'WEBHOOK_URL cannot be checked now; each delivery will be');
+  }
 }
 
 /** The server's side of WebRTC calls: its own STUN/TURN list is built per peer connection, as its TURN credentials expire. */

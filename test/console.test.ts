@@ -104,7 +104,7 @@ describe('console of a running server', () => {
   let browser: LaunchedBrowser;
   before(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
-    [server, browser] = await Promise.all([startServer({ ADMIN_TOKEN, LOG_LEVEL: 'info', RECORDING: 'on', WEBHOOK_URL: 'http://127.0.0.1:9/hooks', WEBHOOK_SECRET: WEBHOOK_SECRET }), launchBrowser()]);
+    [server, browser] = await Promise.all([startServer({ ADMIN_TOKEN, LOG_LEVEL: 'info', RECORDING: 'on', WEBHOOK_URL: 'http://127.0.0.1:9/hooks', WEBHOOK_SECRET: WEBHOOK_SECRET, WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8' }), launchBrowser()]);
   });
   after(async () => {
     await browser?.close();

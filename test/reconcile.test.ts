@@ -57,7 +57,7 @@ describe('a single node (SQLite) killed mid-call and started again', () => {
   });
 
   test('the call left active by the killed process is recorded failed (node_lost) at the next start, and its call.failed sent', async () => {
-    const hooks = { WEBHOOK_URL: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, WEBHOOK_SECRET: secret, WEBHOOK_POLL_MS: '100' };
+    const hooks = { WEBHOOK_URL: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, WEBHOOK_SECRET: secret, WEBHOOK_POLL_MS: '100', WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8' };
     server = await startServer({ DATA_DIR: dataDir, ...hooks });
     const apiKey = server.devKey;
     const client = await connectedCall(server, apiKey);

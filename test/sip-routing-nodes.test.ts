@@ -51,6 +51,7 @@ before(async () => {
     NODE_HEARTBEAT_MS: '500',
     WEBHOOK_URL: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
     WEBHOOK_SECRET: SECRET,
+    WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
     WEBHOOK_EVENTS: 'realtime.call.incoming',
     // Long enough for the decision to travel through the other node on a loaded machine.
     SIP_ROUTING_TIMEOUT_MS: '20000',

@@ -120,6 +120,7 @@ before(async () => {
     SIP_USERS: `${USER}:${PASSWORD}`,
     WEBHOOK_URL: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
     WEBHOOK_SECRET: SECRET,
+    WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
     WEBHOOK_EVENTS: 'realtime.call.incoming,call.ended,call.failed',
     SIP_ROUTING_TIMEOUT_MS: String(ROUTING_TIMEOUT_MS),
     // Ringing counts towards connecting: room for the routing timeout on a loaded machine.

@@ -87,8 +87,8 @@ function newSecret(): string {
   return `whsec_${Buffer.from(Array.from({ length: 32 }, (_, i) => (i * 37 + 11) % 256)).toString('base64')}`;
 }
 
-/** Settings that make retries quick and polling frequent, for tests. */
-const QUICK = { WEBHOOK_RETRY_MAX_MS: '300', WEBHOOK_POLL_MS: '100', WEBHOOK_TIMEOUT_MS: '2000' };
+/** Settings that make retries quick and polling frequent, for tests, and let webhooks reach the receivers on loopback. */
+const QUICK = { WEBHOOK_RETRY_MAX_MS: '300', WEBHOOK_POLL_MS: '100', WEBHOOK_TIMEOUT_MS: '2000', WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8' };
 
 describe('webhooks on a TLS node: OpenAI WebSocket sessions, per-key endpoints, the CLI', () => {
   const globalSecret = newSecret();

@@ -10,6 +10,8 @@ import { ensureDataDir } from '../system/dataDir.js';
 import { StartupError } from '../system/startupError.js';
 import { WEBHOOK_EVENT_TYPES, parseEventTypes } from '../config/webhookEventTypes.js';
 import { DEFAULT_WEBHOOK_EVENTS } from '../webhooks/events.js';
+import { checkWebhookUrl, configuredHttpListener, webhookGuard } from '../webhooks/destinations.js';
+import { NodeStore } from '../storage/nodes.js';
 
 dotenv.config();
 
@@ -38,12 +40,13 @@ function configWithDataDir(): Config {
   return cfg;
 }
 
-async function withStore<T>(fn: (store: Store) => Promise<T>): Promise<T> {
+async function withStore<T>(fn: (store: Store, cfg: Config) => Promise<T>): Promise<T> {
   // Loaded on use: the service's modules (WebRTC stacks, storage drivers) take seconds to load.
   const { openStore } = await import('../services.js');
-  const store = await openStore(configWithDataDir());
+  const cfg = configWithDataDir();
+  const store = await openStore(cfg);
   try {
-    return await fn(store);
+    return await fn(store, cfg);
   } finally {
     await store.bus.close();
     await store.db.destroy();
@@ -155,7 +158,7 @@ webhooks
   .requiredOption('--url <url>', 'http(s) URL the events are POSTed to')
   .option('--events <types>', `comma-separated event types (${WEBHOOK_EVENT_TYPES.join(', ')})`, DEFAULT_WEBHOOK_EVENTS.join(','))
   .action(async (opts: { key: string; url: string; events: string }) =>
-    withStore(async (store) => {
+    withStore(async (store, cfg) => {
       let events;
       try {
         events = parseEventTypes(opts.events);
@@ -165,6 +168,11 @@ webhooks
       const url = URL.canParse(opts.url) ? new URL(opts.url) : undefined;
       if (url?.protocol !== 'http:' && url?.protocol !== 'https:') return fail(`--url: expected an http(s) URL, got "${opts.url}"`);
       if (!(await store.apiKeys.list()).some((k) => k.id === opts.key && !k.revokedAt)) return fail(`no active API key with id ${opts.key}`);
+      try {
+        await checkWebhookUrl(url.toString(), webhookGuard(cfg, new NodeStore(store.db), () => configuredHttpListener(cfg)));
+      } catch (err) {
+        return fail(`--url: ${(err as Error).message}`);
+      }
       const { endpoint, secret } = await store.webhookEndpoints.add(opts.key, url.toString(), events);
       process.stdout.write(`id:     ${endpoint.id}\nkey:    ${endpoint.apiKeyId}\nurl:    ${endpoint.url}\nevents: ${endpoint.events.join(',')}\nsecret: ${secret}\n`);
       process.stderr.write('Store the secret now (your receiver verifies signatures with it): Parley cannot show it again.\n');

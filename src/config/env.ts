@@ -123,6 +123,17 @@ const cidrList: Parser<string[]> = (raw) => {
   return entries;
 };
 
+/** DNS servers as c-ares takes them: ip, ip:port, [ipv6]:port. */
+const dnsServers: Parser<string[]> = (raw) => {
+  const entries = list(raw);
+  for (const e of entries) {
+    const m = /^\[([^\]]+)\]:(\d+)$/.exec(e) ?? /^([^:]+):(\d+)$/.exec(e);
+    const [address, port] = m ? [m[1]!, Number(m[2])] : [e, 53];
+    if (!isIP(address) || port < 1 || port > 65535) throw new Error(`"${e}" is not like 192.0.2.53, 192.0.2.53:5353 or [2001:db8::53]:53`);
+  }
+  return entries;
+};
+
 /** SIP_USERS: user:password pairs; never echoes an entry (it carries a password). */
 const sipUsers: Parser<Map<string, string>> = (raw) => {
   const users = new Map<string, string>();
@@ -565,6 +576,16 @@ export const settings = {
     doc: 'Comma-separated event types WEBHOOK_URL receives: call.started, call.ended, call.failed, call.turn (one per completed turn, with its transcript; opt-in), realtime.call.incoming (a SIP call rings and waits for the app\'s decision; opt-in).',
     default: 'call.started,call.ended,call.failed',
     parse: parseEventTypes,
+  },
+  WEBHOOK_ALLOWED_CIDRS: {
+    doc: "Comma-separated addresses or CIDR ranges webhooks may be sent to although they are internal: loopback, private (RFC 1918, IPv6 ULA), link-local, cloud metadata, CGNAT, unspecified, multicast and reserved addresses are refused otherwise, when an endpoint is added (`parley webhooks add`, WEBHOOK_URL at start) and again on the address each delivery connects to. Parley's own HTTP and node-to-node listeners are refused whatever it says.",
+    default: '',
+    parse: cidrList,
+  },
+  WEBHOOK_DNS_SERVERS: {
+    doc: "Comma-separated DNS servers (ip, ip:port, [ipv6]:port) that resolve webhook hosts, asked directly (A and AAAA queries). Empty: the system's resolver (/etc/hosts included).",
+    default: '',
+    parse: dnsServers,
   },
   WEBHOOK_TIMEOUT_MS: { doc: 'Time a webhook receiver has to answer an attempt; no answer in time is a failed attempt, retried.', default: '10000', parse: int(500, 60_000) },
   WEBHOOK_RETRY_MAX_MS: {

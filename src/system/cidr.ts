@@ -36,8 +36,15 @@ export function familyOf(address: string): Family | undefined {
   return v === 4 ? 'ipv4' : v === 6 ? 'ipv6' : undefined;
 }
 
-/** An IPv4 address written as IPv6 (::ffff:a.b.c.d) is judged as the IPv4 address it is. */
+/**
+ * An IPv4 address written as IPv6 (::ffff:a.b.c.d, or ::ffff:7f00:1 as URLs and resolvers
+ * shorten it) is judged as the IPv4 address it is.
+ */
 export function unmapped(address: string): string {
-  const m = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  return m ? m[1]! : address;
+  const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (dotted) return dotted[1]!;
+  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
+  if (!hex) return address;
+  const [high, low] = [parseInt(hex[1]!, 16), parseInt(hex[2]!, 16)];
+  return [high >> 8, high & 255, low >> 8, low & 255].join('.');
 }

@@ -2,9 +2,11 @@
 // writes an event), claims rows (outbox.ts) and posts each, signed per Standard Webhooks. At most
 // `concurrency` requests are in flight and one per endpoint, so a slow receiver holds one slot, not
 // the others' deliveries. 2xx: delivered; 410: the endpoint is disabled; anything else is retried
-// (backoff.ts). Secrets are never logged.
+// (backoff.ts), a destination the outbound policy refuses too (never sent: the DNS, or the allow
+// list, may change back). Secrets are never logged.
 import type { FastifyBaseLogger } from 'fastify';
 import { Webhook } from 'standardwebhooks';
+import { OutboundRefused, outboundRequest, type OutboundGuard } from '../system/outboundRequest.js';
 import { nextAttemptAt } from './backoff.js';
 import type { WebhookEndpointStore } from './endpoints.js';
 import type { Delivery, WebhookOutbox } from './outbox.js';
@@ -12,6 +14,10 @@ import type { Delivery, WebhookOutbox } from './outbox.js';
 /** How long settled deliveries stay listed (parley webhooks deliveries) before they are forgotten. */
 export const SETTLED_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 const PRUNE_EVERY_MS = 60 * 60 * 1000;
+/** Of a receiver's answer only this much body is read (for the delivery's last error), the rest never. */
+const RESPONSE_BYTES_KEPT = 4096;
+/** How much of a failed answer's body the delivery's last error quotes. */
+const BODY_QUOTED_CHARS = 200;
 
 export interface DispatcherOptions {
   pollMs: number;
@@ -22,6 +28,8 @@ export interface DispatcherOptions {
   retryMaxMs: number;
   /** Counts each attempt by outcome (delivered, retry, failed, disabled). */
   attempted?: (outcome: string) => void;
+  /** Which addresses a delivery may connect to. */
+  guard: OutboundGuard;
 }
 
 export class WebhookDispatcher {
@@ -108,7 +116,7 @@ export class WebhookDispatcher {
       this.opts.attempted?.('disabled');
       return this.outbox.dropped(delivery.id, 'endpoint removed or disabled');
     }
-    const outcome = await post(delivery, secret, this.opts.timeoutMs);
+    const outcome = await post(delivery, secret, this.opts.timeoutMs, this.opts.guard);
     if (outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300) {
       this.opts.attempted?.('delivered');
       return this.outbox.delivered(delivery.id, outcome.statusCode);
@@ -127,29 +135,39 @@ export class WebhookDispatcher {
 }
 
 /** One signed POST; its outcome (a status code, or null and why there was none). */
-async function post(delivery: Delivery, secret: string, timeoutMs: number): Promise<{ statusCode: number | null; error: string }> {
+async function post(delivery: Delivery, secret: string, timeoutMs: number, guard: OutboundGuard): Promise<{ statusCode: number | null; error: string }> {
   const timestamp = new Date();
   const signature = new Webhook(secret).sign(delivery.eventId, timestamp, delivery.payload);
   try {
-    const res = await fetch(delivery.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': 'Parley-Webhooks',
-        'webhook-id': delivery.eventId,
-        'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
-        'webhook-signature': signature,
+    const res = await outboundRequest(
+      new URL(delivery.url),
+      {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'Parley-Webhooks',
+          'webhook-id': delivery.eventId,
+          'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
+          'webhook-signature': signature,
+        },
+        body: delivery.payload,
+        signal: AbortSignal.timeout(timeoutMs),
+        keepBytes: RESPONSE_BYTES_KEPT,
       },
-      body: delivery.payload,
-      redirect: 'manual',
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    // The body is not needed; reading it frees the connection.
-    await res.arrayBuffer().catch(() => {});
-    return { statusCode: res.status, error: res.ok ? '' : `answered ${res.status}` };
+      guard,
+    );
+    const ok = res.status >= 200 && res.status < 300;
+    return { statusCode: res.status, error: ok ? '' : answered(res.status, res.head) };
   } catch (err) {
-    const e = err as Error & { cause?: { code?: string } };
-    const error = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.message);
+    const e = err as Error & { code?: string };
+    if (err instanceof OutboundRefused) return { statusCode: null, error: `refused, not sent: ${e.message}` };
+    const error = e.name === 'TimeoutError' || e.name === 'AbortError' ? `no answer within ${timeoutMs} ms` : (e.code ?? e.message);
     return { statusCode: null, error };
   }
+}
+
+/** `answered 503`, and the start of the body when there is one (receivers often say why there). */
+function answered(status: number, head: Buffer): string {
+  const text = head.toString('utf8').replace(/\s+/g, ' ').trim().slice(0, BODY_QUOTED_CHARS);
+  return text ? `answered ${status}: ${text}` : `answered ${status}`;
 }
