@@ -23,6 +23,8 @@ export interface CallRequest {
   apiKeyId: string;
   /** The ephemeral token's id (jti): its calls are counted (admission.ts). */
   tokenId: string;
+  /** A call through the SIP door: connecting, it counts against SIP's own half-open budget (admission.ts). */
+  door?: 'sip';
   endUser: string | null;
   session: Session;
   /** The event protocol the client speaks (from the route its request came through). */

@@ -409,6 +409,26 @@ export const settings = {
     default: '',
     parse: sipUsers,
   },
+  SIP_MAX_HALF_OPEN_CALLS: {
+    doc: "SIP calls connecting (ringing, or answered and not yet ACKed) this node (each worker) holds at once; beyond it an INVITE gets 503 with Retry-After. A budget of SIP's own: these calls count neither against their key's MAX_HALF_OPEN_CALLS_PER_KEY nor the node's MAX_HALF_OPEN_CALLS, so unacknowledged INVITEs cannot lock the key out of its WebRTC and WebSocket calls (they still count in MAX_CALLS_PER_KEY and MAX_CONCURRENT_CALLS).",
+    default: '10',
+    parse: int(1, 10000),
+  },
+  SIP_TCP_MAX_CONNECTIONS_PER_IP: {
+    doc: 'SIP TCP and TLS connections one source address may hold at once (within the node\'s 1,024); a further one is closed as it opens. Addresses in SIP_TRUSTED_CIDRS are held by the node\'s cap only. 0: no per-address limit.',
+    default: '32',
+    parse: int(0, 1024),
+  },
+  SIP_TCP_IDLE_TIMEOUT_MS: {
+    doc: 'A SIP TCP or TLS connection that brings no complete SIP message for this long (keep-alives and bytes trickling in do not count) is closed, unless it carries a call.',
+    default: '30000',
+    parse: int(1000, 3_600_000),
+  },
+  SIP_AUTH_MAX_FAILURES: {
+    doc: 'Wrong digest passwords in a row one SIP user (of SIP_USERS) may send, from any address; then its INVITEs get 403 Forbidden for 30 s, the wait doubling with each further wrong password (up to 30 minutes). The right password after the wait starts the count over. 0: no backoff.',
+    default: '5',
+    parse: int(0, 1000),
+  },
   SIP_TRUSTED_CIDRS: {
     doc: 'Comma-separated addresses or CIDR ranges (a trunk\'s signalling addresses) whose SIP calls are admitted without authentication; other sources must authenticate (SIP_USERS) or are refused (403).',
     default: '',
