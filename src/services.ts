@@ -192,12 +192,18 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   const admission = admissionOf(config, metrics);
   const webhookPublisher = await startWebhooks(config, store, metrics, log, teardown);
   const recordings = new Recordings(
-    { byDefault: config.RECORDING === 'on', dir: config.RECORDING_DIR ?? join(config.DATA_DIR, 'recordings'), retentionDays: config.RECORDING_RETENTION_DAYS },
+    {
+      byDefault: config.RECORDING === 'on',
+      dir: config.RECORDING_DIR ?? join(config.DATA_DIR, 'recordings'),
+      retentionDays: config.RECORDING_RETENTION_DAYS,
+      maxBytes: config.RECORDING_MAX_BYTES,
+      minFreeBytes: config.RECORDING_MIN_FREE_BYTES,
+    },
     (apiKeyId) => store.apiKeys.recordingOf(apiKeyId),
     log,
   );
   recordings.startRetention();
-  teardown.add('recordings retention', () => recordings.stop());
+  teardown.add('recordings retention and disk guard', () => recordings.stop());
   const calls = new CallManager({
     conversations: store.conversations,
     agentFor: (model) => agents.registry.factoryFor(model),

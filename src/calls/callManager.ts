@@ -165,7 +165,7 @@ export class CallManager {
   private record(call: Call): void {
     const { conversations, log } = this.opts;
     try {
-      call.observe(recordingObserver(this.opts.recordings.recorder(call.id), conversations, log));
+      call.observe(recordingObserver(this.opts.recordings.recorder(call.id, (reason) => call.recordingStopped(reason)), conversations, log));
     } catch (err) {
       log.error({ err, conversation: call.id }, 'recording not started; the call goes on');
       conversations.setRecording(call.id, 'failed').catch((e: Error) => log.error({ err: e, conversation: call.id }, 'recording state not recorded'));
