@@ -16,7 +16,7 @@ import { COTURN_BY_PRIMARY, WORKER_INDEX, runWorkers, type WorkerMessage } from 
 
 export async function serve(config: Config): Promise<void> {
   try {
-    if (cluster.isPrimary) ensureDataDir(config.DATA_DIR);
+    if (cluster.isPrimary) ensureDataDir(config.DATA_DIR, (message) => createLog(config).warn(message));
     if (cluster.isPrimary && config.PARLEY_WORKERS > 1) return await runWorkers(config, createLog(config));
     return await runNode(config);
   } catch (err) {

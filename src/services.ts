@@ -200,12 +200,18 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   let httpListener: Listener | undefined = configuredHttpListener(config);
   const webhookPublisher = await startWebhooks(config, store, webhookGuard(config, nodeStore, () => httpListener), metrics, log, teardown);
   const recordings = new Recordings(
-    { byDefault: config.RECORDING === 'on', dir: config.RECORDING_DIR ?? join(config.DATA_DIR, 'recordings'), retentionDays: config.RECORDING_RETENTION_DAYS },
+    {
+      byDefault: config.RECORDING === 'on',
+      dir: config.RECORDING_DIR ?? join(config.DATA_DIR, 'recordings'),
+      retentionDays: config.RECORDING_RETENTION_DAYS,
+      maxBytes: config.RECORDING_MAX_BYTES,
+      minFreeBytes: config.RECORDING_MIN_FREE_BYTES,
+    },
     (apiKeyId) => store.apiKeys.recordingOf(apiKeyId),
     log,
   );
   recordings.startRetention();
-  teardown.add('recordings retention', () => recordings.stop());
+  teardown.add('recordings retention and disk guard', () => recordings.stop());
   const calls = new CallManager({
     conversations: store.conversations,
     agentFor: (model) => agents.registry.factoryFor(model),
@@ -337,6 +343,7 @@ function admissionOf(config: Config, metrics: Metrics): Admission {
       maxCallsPerKey: config.MAX_CALLS_PER_KEY,
       maxHalfOpenPerKey: config.MAX_HALF_OPEN_CALLS_PER_KEY,
       maxCallsPerToken: config.MAX_CALLS_PER_TOKEN,
+      maxHalfOpenSip: config.SIP_MAX_HALF_OPEN_CALLS,
     },
     (counts) => metrics.halfOpenCalls.set(counts.halfOpen),
   );

@@ -3,13 +3,19 @@
 // (MAX_CALLS_PER_KEY) and of its token (MAX_CALLS_PER_TOKEN). Until its peer connects it is
 // half-open and counts against a smaller budget as well, node-wide (MAX_HALF_OPEN_CALLS) and per
 // key (MAX_HALF_OPEN_CALLS_PER_KEY): offers that never connect cost nothing to post, so they
-// must not be able to hold the slots of live calls. Counted in this process (each node, each worker).
+// must not be able to hold the slots of live calls. SIP calls connecting (ringing, or answered and
+// not yet ACKed) count against a budget of their own instead (SIP_MAX_HALF_OPEN_CALLS), neither their
+// key's nor the node's: INVITEs cost nothing to send either, and a flood of them must not lock the
+// key that owns SIP calls out of its WebRTC and WebSocket calls. Counted in this process (each node,
+// each worker).
 
 /** Whose call it is. */
 export interface Caller {
   apiKeyId: string;
   /** The ephemeral token's id (jti). */
   tokenId: string;
+  /** The SIP door: connecting, the call counts against SIP's half-open budget (maxHalfOpenSip). */
+  door?: 'sip';
 }
 
 /** 0 turns a per-caller limit (or the half-open budget) off. */
@@ -19,10 +25,13 @@ export interface AdmissionLimits {
   maxCallsPerKey: number;
   maxHalfOpenPerKey: number;
   maxCallsPerToken: number;
+  /** SIP calls connecting at once, apart from the other budgets (at least 1). */
+  maxHalfOpenSip: number;
 }
 
 export interface AdmissionCounts {
   calls: number;
+  /** Calls connecting, SIP's included. */
   halfOpen: number;
 }
 
@@ -64,7 +73,9 @@ class Tally {
 
 export class Admission {
   private calls = 0;
+  /** Calls connecting, SIP's apart. */
   private halfOpen = 0;
+  private halfOpenSip = 0;
   private readonly callsPerKey = new Tally();
   private readonly halfOpenPerKey = new Tally();
   private readonly callsPerToken = new Tally();
@@ -76,10 +87,10 @@ export class Admission {
   ) {}
 
   get counts(): AdmissionCounts {
-    return { calls: this.calls, halfOpen: this.halfOpen };
+    return { calls: this.calls, halfOpen: this.halfOpen + this.halfOpenSip };
   }
 
-  /** The node takes no call from anyone now: at its limit, or its half-open budget is spent. */
+  /** The node takes no call from anyone now (SIP's aside): at its limit, or its half-open budget is spent. */
   get isFull(): boolean {
     const { maxCalls, maxHalfOpen } = this.limits;
     return this.calls >= maxCalls || (maxHalfOpen > 0 && this.halfOpen >= maxHalfOpen);
@@ -94,7 +105,7 @@ export class Admission {
     if (maxCallsPerKey > 0 && this.callsPerKey.get(caller.apiKeyId) >= maxCallsPerKey) {
       return new CallLimitExceeded(`This API key already has ${maxCallsPerKey} calls on this server (its limit); end one first.`, 'calls-key');
     }
-    if (maxHalfOpenPerKey > 0 && this.halfOpenPerKey.get(caller.apiKeyId) >= maxHalfOpenPerKey) {
+    if (caller.door !== 'sip' && maxHalfOpenPerKey > 0 && this.halfOpenPerKey.get(caller.apiKeyId) >= maxHalfOpenPerKey) {
       return new CallLimitExceeded(
         `This API key already has ${maxHalfOpenPerKey} calls still connecting on this server (its limit); retry once they connect or time out.`,
         'calls-key-half-open',
@@ -109,19 +120,25 @@ export class Admission {
     const refusal = this.callerRefusal(caller);
     if (refusal) throw refusal;
     if (this.calls >= this.limits.maxCalls) throw new CallCapacityExceeded('This server is at its limit of concurrent calls; retry shortly.');
-    if (this.isFull) throw new CallCapacityExceeded('This server has too many calls still connecting; retry shortly.');
+    const sip = caller.door === 'sip';
+    if (sip && this.halfOpenSip >= this.limits.maxHalfOpenSip) throw new CallCapacityExceeded('This server has too many SIP calls still connecting; retry shortly.');
+    if (!sip && this.isFull) throw new CallCapacityExceeded('This server has too many calls still connecting; retry shortly.');
     const { apiKeyId, tokenId } = caller;
     this.calls++;
     this.callsPerKey.add(apiKeyId, 1);
     this.callsPerToken.add(tokenId, 1);
-    this.halfOpen++;
-    this.halfOpenPerKey.add(apiKeyId, 1);
+    if (sip) this.halfOpenSip++;
+    else {
+      this.halfOpen++;
+      this.halfOpenPerKey.add(apiKeyId, 1);
+    }
     this.observe(this.counts);
     let halfOpen = true;
     let held = true;
     const leaveHalfOpen = () => {
       if (!halfOpen) return;
       halfOpen = false;
+      if (sip) return void this.halfOpenSip--;
       this.halfOpen--;
       this.halfOpenPerKey.add(apiKeyId, -1);
     };

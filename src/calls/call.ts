@@ -5,7 +5,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { AgentFactory, ConversationTurn, Refusal, ResponseRequest } from '../agent/types.js';
 import { Conversation, itemText, type Item, type PlaceResult } from '../session/conversation.js';
-import type { CallEvent } from '../session/events.js';
+import type { CallEvent, RecordingStopReason } from '../session/events.js';
 import type { Session } from '../session/session.js';
 import { SAMPLE_RATE } from '../media/audio/format.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
@@ -268,6 +268,11 @@ export class Call implements CallControl {
 
   logFailure(err: Error): void {
     this.opts.log.error({ err, conversation: this.id }, 'client message handling failed');
+  }
+
+  /** The call's recording stopped early (callRecording.ts): its client and sideband are told; the call goes on. */
+  recordingStopped(reason: RecordingStopReason): void {
+    if (!this.lifecycle.ended) this.emit({ type: 'recording.stopped', reason });
   }
 
   // Wiring

@@ -23,6 +23,8 @@ export interface CallRequest {
   apiKeyId: string;
   /** The ephemeral token's id (jti): its calls are counted (admission.ts). */
   tokenId: string;
+  /** A call through the SIP door: connecting, it counts against SIP's own half-open budget (admission.ts). */
+  door?: 'sip';
   endUser: string | null;
   session: Session;
   /** The event protocol the client speaks (from the route its request came through). */
@@ -163,7 +165,7 @@ export class CallManager {
   private record(call: Call): void {
     const { conversations, log } = this.opts;
     try {
-      call.observe(recordingObserver(this.opts.recordings.recorder(call.id), conversations, log));
+      call.observe(recordingObserver(this.opts.recordings.recorder(call.id, (reason) => call.recordingStopped(reason)), conversations, log));
     } catch (err) {
       log.error({ err, conversation: call.id }, 'recording not started; the call goes on');
       conversations.setRecording(call.id, 'failed').catch((e: Error) => log.error({ err: e, conversation: call.id }, 'recording state not recorded'));

@@ -31,7 +31,7 @@ function config(): Config {
 function configWithDataDir(): Config {
   const cfg = config();
   try {
-    ensureDataDir(cfg.DATA_DIR);
+    ensureDataDir(cfg.DATA_DIR, (message) => process.stderr.write(`parley: warning: ${message}\n`));
   } catch (err) {
     if (!(err instanceof StartupError)) throw err;
     process.stderr.write(`parley: ${err.message}\n`);

@@ -245,9 +245,19 @@ export const settings = {
   },
   RECORDING_DIR: { doc: 'Directory of the recordings (one <conversation id>.opus file a call). Unset: <DATA_DIR>/recordings. Nodes serve the recordings they find here: share it between nodes for any node to serve any.', parse: str },
   RECORDING_RETENTION_DAYS: {
-    doc: 'Recordings older than this many days are deleted (checked at start and hourly); 0 keeps them.',
-    default: '0',
+    doc: 'Recordings older than this many days are deleted (checked at start and hourly); 0 keeps them for ever. 30 by default: a recording holds what callers said, kept no longer than needed (and a node records ≈ 22 MB per call-hour).',
+    default: '30',
     parse: int(0, 36_500),
+  },
+  RECORDING_MAX_BYTES: {
+    doc: "Size one call's recording may reach (its file, headers included); there the recording stops, closed as a valid Ogg Opus file, the call goes on, and its client is told (parley.recording.stopped, reason max_size). ≈ 22 MB per call-hour: the default holds about 90 minutes.",
+    default: String(32 * 1024 * 1024),
+    parse: int(4096, Number.MAX_SAFE_INTEGER),
+  },
+  RECORDING_MIN_FREE_BYTES: {
+    doc: "Free space RECORDING_DIR's disk must keep: below it (checked every 5 s while calls are recorded, and as each recording starts) recordings stop, closed as valid files, their calls go on, and their clients are told (parley.recording.stopped, reason low_disk). 0: no guard (a full disk still stops a recording, as a write failure).",
+    default: String(1024 * 1024 * 1024),
+    parse: int(0, Number.MAX_SAFE_INTEGER),
   },
   REDIS_URL: { doc: 'redis://host:port; shares call counts and key revocations across nodes. Optional.', parse: str },
   RATE_LIMIT_WINDOW_SECONDS: {
@@ -419,6 +429,26 @@ export const settings = {
     doc: 'Comma-separated user:password pairs SIP callers authenticate as (digest, MD5). Callers from SIP_TRUSTED_CIDRS need none; with neither set only loopback callers are admitted.',
     default: '',
     parse: sipUsers,
+  },
+  SIP_MAX_HALF_OPEN_CALLS: {
+    doc: "SIP calls connecting (ringing, or answered and not yet ACKed) this node (each worker) holds at once; beyond it an INVITE gets 503 with Retry-After. A budget of SIP's own: these calls count neither against their key's MAX_HALF_OPEN_CALLS_PER_KEY nor the node's MAX_HALF_OPEN_CALLS, so unacknowledged INVITEs cannot lock the key out of its WebRTC and WebSocket calls (they still count in MAX_CALLS_PER_KEY and MAX_CONCURRENT_CALLS).",
+    default: '10',
+    parse: int(1, 10000),
+  },
+  SIP_TCP_MAX_CONNECTIONS_PER_IP: {
+    doc: 'SIP TCP and TLS connections one source address may hold at once (within the node\'s 1,024); a further one is closed as it opens. Addresses in SIP_TRUSTED_CIDRS are held by the node\'s cap only. 0: no per-address limit.',
+    default: '32',
+    parse: int(0, 1024),
+  },
+  SIP_TCP_IDLE_TIMEOUT_MS: {
+    doc: 'A SIP TCP or TLS connection that brings no complete SIP message for this long (keep-alives and bytes trickling in do not count) is closed, unless it carries a call.',
+    default: '30000',
+    parse: int(1000, 3_600_000),
+  },
+  SIP_AUTH_MAX_FAILURES: {
+    doc: 'Wrong digest passwords in a row one SIP user (of SIP_USERS) may send, from any address; then its INVITEs get 403 Forbidden for 30 s, the wait doubling with each further wrong password (up to 30 minutes). The right password after the wait starts the count over. 0: no backoff.',
+    default: '5',
+    parse: int(0, 1000),
   },
   SIP_TRUSTED_CIDRS: {
     doc: 'Comma-separated addresses or CIDR ranges (a trunk\'s signalling addresses) whose SIP calls are admitted without authentication; other sources must authenticate (SIP_USERS) or are refused (403).',

@@ -135,6 +135,16 @@ export class OggOpusStream {
     return page;
   }
 
+  /** The bytes the page of the packets held would take (its header included). */
+  get pendingBytes(): number {
+    return 27 + this.pendingSegments + this.pending.reduce((n, p) => n + p.length, 0);
+  }
+
+  /** The bytes `packet` may add to the stream at most (a page of its own). */
+  static bytesAtMost(packet: Uint8Array): number {
+    return 27 + lacing(packet.length).length + packet.length;
+  }
+
   /** The last page, flagged end-of-stream. */
   end(): Buffer {
     return this.page(true);

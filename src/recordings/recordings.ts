@@ -1,12 +1,15 @@
 // Which calls are recorded (the server's RECORDING, unless the API key chose for itself), where
-// their files are (RECORDING_DIR, one `<conversation id>.opus` each), and their deletion after
+// their files are (RECORDING_DIR, one `<conversation id>.opus` each), how large they may grow
+// (RECORDING_MAX_BYTES, RECORDING_MIN_FREE_BYTES: diskGuard.ts), and their deletion after
 // RECORDING_RETENTION_DAYS.
 import { mkdirSync } from 'node:fs';
 import { readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { RecordingChoice } from '../auth/apiKeys.js';
+import type { RecordingStopReason } from '../session/events.js';
 import { CallRecorder } from './callRecorder.js';
+import { DiskGuard, type FreeSpace } from './diskGuard.js';
 
 export interface RecordingSettings {
   /** RECORDING=on: calls are recorded unless their key says off. */
@@ -14,6 +17,10 @@ export interface RecordingSettings {
   dir: string;
   /** 0: kept for ever. */
   retentionDays: number;
+  /** One recording's file size at most. */
+  maxBytes: number;
+  /** Free space the recordings' disk keeps (0: no guard). */
+  minFreeBytes: number;
 }
 
 const SWEEP_EVERY_MS = 60 * 60 * 1000;
@@ -24,13 +31,17 @@ const FILE_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_-]*\.opus$/;
 export class Recordings {
   private sweeper: NodeJS.Timeout | undefined;
   private dirMade = false;
+  private readonly disk: DiskGuard;
 
   constructor(
     private readonly settings: RecordingSettings,
     /** An API key's own choice (null: none). */
     private readonly choiceOf: (apiKeyId: string) => Promise<RecordingChoice | null>,
     private readonly log: FastifyBaseLogger,
-  ) {}
+    freeSpace?: FreeSpace,
+  ) {
+    this.disk = new DiskGuard(settings.dir, settings.minFreeBytes, log, freeSpace);
+  }
 
   get dir(): string {
     return this.settings.dir;
@@ -48,11 +59,13 @@ export class Recordings {
     return FILE_PATTERN.test(name) ? name : null;
   }
 
-  /** Starts recording conversation `id` (its clock starts with recorder.start()). */
-  recorder(conversationId: string): CallRecorder {
+  /** Starts recording conversation `id` (its clock starts with recorder.start()); `stopped` is told if it stops before the call ends. */
+  recorder(conversationId: string, stopped: (reason: RecordingStopReason) => void): CallRecorder {
     if (!this.dirMade) mkdirSync(this.settings.dir, { recursive: true, mode: 0o700 });
     this.dirMade = true;
-    return new CallRecorder(join(this.settings.dir, this.fileName(conversationId)!), this.log, conversationId);
+    const recorder = new CallRecorder(join(this.settings.dir, this.fileName(conversationId)!), this.log, conversationId, { maxBytes: this.settings.maxBytes, stopped });
+    this.disk.watch(recorder);
+    return recorder;
   }
 
   /** Deletes old recordings now and every hour (nothing when they are kept for ever). */
@@ -67,6 +80,7 @@ export class Recordings {
   stop(): void {
     clearInterval(this.sweeper);
     this.sweeper = undefined;
+    this.disk.stop();
   }
 
   /** Deletes the recordings last written more than RECORDING_RETENTION_DAYS ago; resolves with how many. */

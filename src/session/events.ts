@@ -27,6 +27,9 @@ export type ErrorKind = 'invalid_request_error' | 'server_error';
 /** Where in the call something failed on the server. */
 export type FailedStage = 'vad' | 'noise_reduction' | 'stt' | 'llm' | 'tts' | 'media';
 
+/** Why a call's recording stopped before the call ended: its size cap, the disk's free space, or an error. */
+export type RecordingStopReason = 'max_size' | 'low_disk' | 'failed';
+
 export type CallEvent =
   // The caller's audio turn.
   | { type: 'input.speech_started'; itemId: string; audioStartMs: number }
@@ -69,5 +72,7 @@ export type CallEvent =
   // metrics all listen to this. `recoverable`: the call goes on (a turn or a reply is lost), or not.
   // `message` is the client's; `cause` stays on the server (logs).
   | { type: 'stage.failed'; stage: FailedStage; code: string; message: string; recoverable: boolean; cause?: Error }
+  // The call's recording stopped early; the call goes on (what was written stays a valid file, but after an error).
+  | { type: 'recording.stopped'; reason: RecordingStopReason }
   // Something failed or was refused. `eventId`: the client event that caused it.
   | { type: 'error'; kind: ErrorKind; code: string; message: string; param?: string | null; eventId?: string; detail?: unknown };

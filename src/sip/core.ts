@@ -3,12 +3,16 @@ import type { BlockList } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import type { CallManager } from '../calls/callManager.js';
 import type { Session } from '../session/session.js';
+import type { AuthBackoff } from './authBackoff.js';
 import type { DigestAuth } from './digest.js';
 import type { Peer } from './listener.js';
 import type { SipRequest } from './message.js';
 import type { Headers } from './responses.js';
 import type { AnyServerTransaction } from './serverTransactions.js';
 import type { SipRouting } from '../calls/sip/sipRouting.js';
+
+/** The SIP door's own limits: connections per source address, a user's wrong-password backoff. */
+export type SipLimit = 'sip-tcp-ip' | 'sip-auth-user';
 
 export const ALLOW = 'INVITE, ACK, BYE, CANCEL, OPTIONS, NOTIFY';
 
@@ -20,10 +24,14 @@ export interface SipServerOptions {
   port: number;
   /** SIP over TLS (RFC 3261 §26.2): its port (0 picks one) and PEM certificate chain and key. Unset: none. */
   tls?: { port: number; cert: string; key: string };
+  /** Stream connections (TCP, TLS): how many one untrusted source may hold (0: no limit), and how long one may bring no message. */
+  streams: { maxPerSource: number; idleMs: number };
   /** The address our SDP and Contact announce (reachable by callers). */
   announcedAddress: string;
   calls: CallManager;
   auth: DigestAuth;
+  /** Users whose passwords were guessed wrong too often, refused for a while (authBackoff.ts). */
+  authBackoff: AuthBackoff;
   /** Sources admitted without authentication; undefined when none are configured. */
   trusted: BlockList | undefined;
   /** The API key that owns SIP calls (undefined: none exists yet). */
@@ -37,6 +45,8 @@ export interface SipServerOptions {
    * scanner or a password guesser gets `503` with Retry-After past its limit. Unset: no limit.
    */
   inviteLimit?: (address: string) => Promise<{ allowed: boolean; retryAfterSeconds: number }>;
+  /** Told of each refusal by a limit of the SIP door's own (for parley_rate_limited_total). */
+  refused: (limit: SipLimit) => void;
   log: FastifyBaseLogger;
 }
 

@@ -9,6 +9,9 @@ export const REALM = 'parley';
 
 const md5 = (text: string) => createHash('md5').update(text).digest('hex');
 
+/** A caller's answer to our challenge, when it names one of our users and one of our nonces. */
+export type DigestAnswer = { user: string; passwordRight: boolean } | undefined;
+
 export class DigestAuth {
   /** Per process: a restart only means callers are challenged again. */
   private readonly secret = randomBytes(32);
@@ -24,25 +27,29 @@ export class DigestAuth {
     return `Digest realm="${REALM}", nonce="${this.nonce(now)}", algorithm=MD5, qop="auth"`;
   }
 
-  /** Whether `authorization` (the caller's Authorization header) answers one of our challenges for `method`. */
-  verify(authorization: string | undefined, method: string, now = Date.now()): boolean {
-    if (!authorization || !/^Digest\s/i.test(authorization)) return false;
+  /**
+   * What `authorization` (the caller's Authorization header) proves for `method`: nothing (none,
+   * malformed, an unknown user, an expired or forged nonce), or whether `user`'s password was right.
+   */
+  check(authorization: string | undefined, method: string, now = Date.now()): DigestAnswer {
+    if (!authorization || !/^Digest\s/i.test(authorization)) return undefined;
     const p = readParams(authorization.slice(7));
-    const password = p.username === undefined ? undefined : this.users.get(p.username);
-    if (password === undefined || !p.nonce || !p.uri || !p.response || p.realm !== REALM) return false;
-    if (p.algorithm && p.algorithm.toUpperCase() !== 'MD5') return false;
-    if (!this.nonceValid(p.nonce, now)) return false;
-    const ha1 = md5(`${p.username}:${REALM}:${password}`);
+    const user = p.username;
+    const password = user === undefined ? undefined : this.users.get(user);
+    if (user === undefined || password === undefined || !p.nonce || !p.uri || !p.response || p.realm !== REALM) return undefined;
+    if (p.algorithm && p.algorithm.toUpperCase() !== 'MD5') return undefined;
+    if (!this.nonceValid(p.nonce, now)) return undefined;
+    const ha1 = md5(`${user}:${REALM}:${password}`);
     const ha2 = md5(`${method}:${p.uri}`);
     let expected: string;
     if (p.qop === 'auth') {
-      if (!p.nc || !p.cnonce) return false;
+      if (!p.nc || !p.cnonce) return undefined;
       expected = md5(`${ha1}:${p.nonce}:${p.nc}:${p.cnonce}:auth:${ha2}`);
     } else if (p.qop === undefined) {
       expected = md5(`${ha1}:${p.nonce}:${ha2}`);
-    } else return false;
+    } else return undefined;
     const given = Buffer.from(p.response.toLowerCase());
-    return given.length === expected.length && timingSafeEqual(given, Buffer.from(expected));
+    return { user, passwordRight: given.length === expected.length && timingSafeEqual(given, Buffer.from(expected)) };
   }
 
   private nonce(now: number): string {

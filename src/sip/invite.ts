@@ -1,6 +1,7 @@
 // A new call's INVITE: the source's INVITE limit, the caller's admission, the SDP offer read, the
 // call created on a SipTransport, then it rings (180) while the routing decides what it becomes —
 // answered (200 with our SDP), rejected, or redirected (302).
+import { RETRY_AFTER_SECONDS } from '../calls/admission.js';
 import { CallCapacityExceeded, CallLimitExceeded } from '../calls/callManager.js';
 import { readOffer, writeAnswer } from '../calls/sip/sdp.js';
 import { SipTransport } from '../calls/sip/sipTransport.js';
@@ -51,14 +52,14 @@ export class InviteHandler {
     let conversationId: string;
     try {
       ({ conversationId } = await calls.create(
-        { apiKeyId, tokenId: randomId('sip_'), endUser: userOf(req.from) || null, session: opts.session(), protocol: 'openai' },
+        { apiKeyId, tokenId: randomId('sip_'), door: 'sip', endUser: userOf(req.from) || null, session: opts.session(), protocol: 'openai' },
         () => ({ transport, accept: async () => answer() }),
       ));
     } catch (err) {
       await transport.close();
-      if (err instanceof CallLimitExceeded || err instanceof CallCapacityExceeded) {
-        return calls.isDraining ? respond(req, peer, 503, 'Service Unavailable', tx, [['Retry-After', '5']]) : respond(req, peer, 486, 'Busy Here', tx);
-      }
+      // The node (or SIP's half-open budget) full, or draining: 503, for a trunk to try elsewhere; the owning key at its own limit: busy.
+      if (err instanceof CallCapacityExceeded) return respond(req, peer, 503, 'Service Unavailable', tx, [['Retry-After', String(RETRY_AFTER_SECONDS)]]);
+      if (err instanceof CallLimitExceeded) return respond(req, peer, 486, 'Busy Here', tx);
       if (err instanceof TransportRejected) return respond(req, peer, 488, 'Not Acceptable Here', tx);
       throw err;
     }
@@ -94,12 +95,17 @@ export class InviteHandler {
     this.routed(req, dialog, tx, outcome, answer);
   }
 
-  /** Whether `peer` may call (callerAdmission.ts); if not, it is told (401 with a challenge, or 403). */
+  /** Whether `peer` may call (callerAdmission.ts); if not, it is told (401 with a challenge, or 403, with a Warning for a user in backoff). */
   private admitted(req: SipRequest, peer: Peer, tx: InviteServerTransaction): boolean {
     const { opts } = this.core;
     const verdict = callerAdmission(opts, peer.address, req.headers.get('authorization'), req.method);
     if (verdict === 'challenge') this.core.respond(req, peer, 401, 'Unauthorized', tx, [['WWW-Authenticate', opts.auth.challenge()]]);
     if (verdict === 'forbidden') this.core.respond(req, peer, 403, 'Forbidden', tx);
+    if (verdict === 'backoff') {
+      // 403, not a challenge: its password is not checked now, whatever it is.
+      opts.refused('sip-auth-user');
+      this.core.respond(req, peer, 403, 'Forbidden', tx, [['Warning', '399 parley "too many wrong passwords for this user; retry later"']]);
+    }
     return verdict === 'admitted';
   }
 

@@ -1,17 +1,18 @@
 // Where SIP messages come in and answers go out: a UDP socket, TCP on the same port, and TLS on its
 // own port when a certificate is given. Streams are framed by Content-Length; datagrams are whole.
+// Stream connections are capped for the node and per source address, and one that brings no
+// complete message for a while is closed (unless it carries a call): held idle, they would be a
+// cheap way to keep everyone else out.
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, type Server, type Socket as TcpSocket } from 'node:net';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import type { FastifyBaseLogger } from 'fastify';
 import { unmapped } from '../system/cidr.js';
+import { ConnectionsBySource } from './connectionsBySource.js';
 import { MAX_MESSAGE_BYTES, frame } from './message.js';
 
 /** TCP connections one node keeps open at most (each a trunk or a phone). */
 const MAX_TCP_CONNECTIONS = 1024;
-
-/** A TCP connection that carries no call is closed after this long without a message. */
-const TCP_IDLE_MS = 60_000;
 
 /** Where a message came from and its answer goes: a datagram's source, or a stream connection. */
 export interface Peer {
@@ -30,6 +31,13 @@ export interface SipListenerOptions {
   received: (bytes: Buffer, peer: Peer) => void;
   /** Whether an idle stream connection still carries a call (then it stays open). */
   carriesCall: (socket: TcpSocket) => boolean;
+  /** Stream connections one source address may hold at once (0: no limit); `unlimitedSource` ones are held by the node's cap only. */
+  maxConnectionsPerSource: number;
+  unlimitedSource: (address: string) => boolean;
+  /** A connection was closed as it opened, its source past its share. */
+  refusedConnection: () => void;
+  /** A stream connection that brings no complete message for this long is closed, unless it carries a call. */
+  idleMs: number;
   log: FastifyBaseLogger;
 }
 
@@ -38,6 +46,7 @@ export class SipListener {
   private readonly tcp: Server;
   private readonly tls: TlsServer | undefined;
   private readonly connections = new Set<TcpSocket>();
+  private readonly sources: ConnectionsBySource;
   private listening: { udp: number; tcp: number; tls?: number } = { udp: 0, tcp: 0 };
   private closed = false;
 
@@ -46,12 +55,17 @@ export class SipListener {
     this.udp.on('message', (bytes, from) => this.datagram(bytes, { transport: 'udp', address: unmapped(from.address), port: from.port }));
     // ICMP errors of sends to a gone caller: nothing to do.
     this.udp.on('error', () => {});
-    this.tcp = createServer((socket) => this.accepted(socket, 'tcp'));
+    this.sources = new ConnectionsBySource(opts.maxConnectionsPerSource, opts.unlimitedSource, opts.refusedConnection);
+    this.tcp = createServer((socket) => {
+      if (this.sources.admit(socket)) this.accepted(socket, 'tcp');
+    });
     this.tcp.maxConnections = MAX_TCP_CONNECTIONS;
     if (opts.tls) {
       // A handshake that fails (a scanner, a wrong certificate) is the connection's end, nothing more.
       this.tls = createTlsServer({ cert: opts.tls.cert, key: opts.tls.key, handshakeTimeout: 10_000 }, (socket) => this.accepted(socket, 'tls'));
       this.tls.on('tlsClientError', () => {});
+      // Counted as the TCP connection opens: a handshake held open holds a place too.
+      this.tls.on('connection', (raw: TcpSocket) => this.sources.admit(raw));
       this.tls.maxConnections = MAX_TCP_CONNECTIONS;
     }
   }
@@ -121,11 +135,15 @@ export class SipListener {
     this.connections.add(socket);
     let buffer = Buffer.alloc(0);
     const peer: Peer = { transport, address: unmapped(socket.remoteAddress ?? ''), port: socket.remotePort ?? 0, socket };
-    socket.setTimeout(TCP_IDLE_MS, () => {
-      if (!this.opts.carriesCall(socket)) socket.destroy();
-    });
+    const idle = setTimeout(() => {
+      if (this.opts.carriesCall(socket)) idle.refresh();
+      else socket.destroy();
+    }, this.opts.idleMs);
     socket.on('error', () => {});
-    socket.on('close', () => this.connections.delete(socket));
+    socket.on('close', () => {
+      clearTimeout(idle);
+      this.connections.delete(socket);
+    });
     socket.on('data', (chunk) => {
       buffer = buffer.length ? Buffer.concat([buffer, chunk]) : chunk;
       for (;;) {
@@ -141,6 +159,7 @@ export class SipListener {
           if (next.rest.length === 0) socket.write('\r\n');
           continue;
         }
+        idle.refresh();
         this.opts.received(next.bytes, peer);
       }
     });

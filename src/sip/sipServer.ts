@@ -3,6 +3,7 @@
 // way, CANCEL, OPTIONS, re-INVITE (hold and resume), REFER and its NOTIFYs. Here messages are read
 // and each request goes to its transaction (serverTransactions.ts) and its handler: a new call's
 // INVITE (invite.ts), a request inside a dialog (inDialog.ts), or one answered here.
+import { contains } from '../system/cidr.js';
 import { ClientTransactions } from './clientTransactions.js';
 import { ALLOW, type SipCore, type SipServerOptions } from './core.js';
 import { Dialogs } from './dialogs.js';
@@ -33,6 +34,10 @@ export class SipServer implements SipCore {
       tls: opts.tls,
       received: (bytes, peer) => server.received(bytes, peer),
       carriesCall: (socket) => server.dialogs.carries(socket),
+      maxConnectionsPerSource: opts.streams.maxPerSource,
+      unlimitedSource: (address) => opts.trusted !== undefined && contains(opts.trusted, address),
+      idleMs: opts.streams.idleMs,
+      refusedConnection: () => opts.refused('sip-tcp-ip'),
       log: opts.log,
     });
     return server;

@@ -1,11 +1,13 @@
 // The SIP front door as a node starts it (SIP_PORT set), beside the HTTP one: the listener with its
-// INVITE limit, digest users and trusted ranges, owning its calls for one API key.
+// INVITE limit, digest users (and their backoff) and trusted ranges, its stream connection limits,
+// owning its calls for one API key.
 import type { FastifyBaseLogger } from 'fastify';
 import { openAiDefaultSession } from '../calls/protocol/openaiSession.js';
 import type { Config } from '../config/env.js';
 import type { Services } from '../services.js';
 import { openRateLimitStore } from '../storage/openRateLimitStore.js';
 import { blockList } from '../system/cidr.js';
+import { AuthBackoff } from './authBackoff.js';
 import { DigestAuth } from './digest.js';
 import { SipServer } from './sipServer.js';
 
@@ -35,6 +37,9 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
     announcedAddress: config.ICE_PUBLIC_IP || host,
     calls: deps.calls,
     auth: new DigestAuth(config.SIP_USERS),
+    authBackoff: new AuthBackoff(config.SIP_AUTH_MAX_FAILURES),
+    streams: { maxPerSource: config.SIP_TCP_MAX_CONNECTIONS_PER_IP, idleMs: config.SIP_TCP_IDLE_TIMEOUT_MS },
+    refused: (limit) => deps.metrics.rateLimited.inc({ limit }),
     trusted: config.SIP_TRUSTED_CIDRS.length ? blockList(config.SIP_TRUSTED_CIDRS) : undefined,
     owner: async () => {
       const active = (await deps.apiKeys.list()).filter((k) => !k.revokedAt);

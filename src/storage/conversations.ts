@@ -38,8 +38,8 @@ export interface ConversationCursor {
   id: string;
 }
 
-/** A call's recording: being written, finished, or stopped early (what was written stays). */
-export type RecordingState = 'recording' | 'complete' | 'failed';
+/** A call's recording: being written, finished, stopped early at its size cap or a low disk (a valid file), or stopped by an error (what was written stays). */
+export type RecordingState = 'recording' | 'complete' | 'truncated' | 'failed';
 
 export interface StoredTurn {
   role: 'user' | 'assistant';

@@ -53,7 +53,7 @@ export interface ConversationsTable {
   usage: string | null;
   /** The call's quality at its end (JSON); null as usage, or when it never connected. */
   quality: string | null;
-  /** The call's recording: null (none), 'recording' (being written), 'complete' or 'failed' (stopped early; what was written stays). */
+  /** The call's recording: null (none), 'recording' (being written), 'complete', 'truncated' (stopped early at its cap or a low disk) or 'failed' (stopped by an error; what was written stays). */
   recording: string | null;
   /** The front door: webrtc, websocket or sip; null on records older than migration 0009. */
   transport: string | null;

@@ -14,7 +14,7 @@ const log = pino({ level: 'silent' });
 test("a key's own choice wins over RECORDING; no choice follows it", async () => {
   const choices: Record<string, 'on' | 'off' | null> = { key_on: 'on', key_off: 'off', key_none: null };
   for (const byDefault of [true, false]) {
-    const recordings = new Recordings({ byDefault, dir: tmpdir(), retentionDays: 0 }, async (id) => choices[id] ?? null, log);
+    const recordings = new Recordings({ byDefault, dir: tmpdir(), retentionDays: 0, maxBytes: 1e9, minFreeBytes: 0 }, async (id) => choices[id] ?? null, log);
     assert.equal(await recordings.wanted('key_on'), true);
     assert.equal(await recordings.wanted('key_off'), false);
     assert.equal(await recordings.wanted('key_none'), byDefault);
@@ -24,7 +24,7 @@ test("a key's own choice wins over RECORDING; no choice follows it", async () =>
 test('retention deletes the recordings older than its days, and nothing else', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'parley-retention-'));
   try {
-    const recordings = new Recordings({ byDefault: true, dir, retentionDays: 7 }, async () => null, log);
+    const recordings = new Recordings({ byDefault: true, dir, retentionDays: 7, maxBytes: 1e9, minFreeBytes: 0 }, async () => null, log);
     const now = Date.now();
     const file = (name: string, ageDays: number) => {
       writeFileSync(join(dir, name), 'x');
@@ -44,14 +44,14 @@ test('retention deletes the recordings older than its days, and nothing else', a
 });
 
 test('a conversation id that cannot name a file has no recording file', () => {
-  const recordings = new Recordings({ byDefault: true, dir: tmpdir(), retentionDays: 0 }, async () => null, log);
+  const recordings = new Recordings({ byDefault: true, dir: tmpdir(), retentionDays: 0, maxBytes: 1e9, minFreeBytes: 0 }, async () => null, log);
   assert.equal(recordings.fileName('conv_abc123'), 'conv_abc123.opus');
   assert.equal(recordings.fileName('../etc/passwd'), null);
   assert.equal(recordings.fileName('-rf'), null);
 });
 
 test('every conversation id the server makes names a recording file (base64url holds - and _)', () => {
-  const recordings = new Recordings({ byDefault: true, dir: tmpdir(), retentionDays: 0 }, async () => null, log);
+  const recordings = new Recordings({ byDefault: true, dir: tmpdir(), retentionDays: 0, maxBytes: 1e9, minFreeBytes: 0 }, async () => null, log);
   assert.equal(recordings.fileName('conv_Hb1ND19G64EpYR909-pAWQ'), 'conv_Hb1ND19G64EpYR909-pAWQ.opus');
   for (let i = 0; i < 1000; i++) {
     const id = randomId('conv_');

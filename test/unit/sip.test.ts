@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { test } from 'node:test';
+import { AuthBackoff } from '../../src/sip/authBackoff.ts';
 import { callerAdmission } from '../../src/sip/callerAdmission.ts';
 import { DigestAuth } from '../../src/sip/digest.ts';
 import { blockList } from '../../src/system/cidr.ts';
@@ -145,13 +146,15 @@ test('digest: the right answer passes; a wrong password, another realm or an old
   };
   const now = Date.now();
   const challenge = auth.challenge(now);
-  assert.ok(auth.verify(answer('s3cret', challenge), 'INVITE', now));
-  assert.ok(!auth.verify(answer('s3cret', challenge), 'BYE', now), 'another method');
-  assert.ok(!auth.verify(answer('wrong', challenge), 'INVITE', now));
-  assert.ok(!auth.verify(answer('s3cret', challenge, 'other'), 'INVITE', now));
-  assert.ok(!auth.verify(answer('s3cret', challenge), 'INVITE', now + 10 * 60_000), 'an expired nonce');
-  assert.ok(!auth.verify(answer('s3cret', challenge.replace(/nonce="(\w+)\./, 'nonce="$1x.')), 'INVITE', now), 'a forged nonce');
-  assert.ok(!auth.verify(undefined, 'INVITE', now));
+  assert.deepEqual(auth.check(answer('s3cret', challenge), 'INVITE', now), { user: 'alice', passwordRight: true });
+  assert.deepEqual(auth.check(answer('s3cret', challenge), 'BYE', now), { user: 'alice', passwordRight: false }, 'another method');
+  assert.deepEqual(auth.check(answer('wrong', challenge), 'INVITE', now), { user: 'alice', passwordRight: false });
+  // Answers that prove nothing about the password: no user's wrong guess either.
+  assert.equal(auth.check(answer('s3cret', challenge, 'other'), 'INVITE', now), undefined);
+  assert.equal(auth.check(answer('s3cret', challenge), 'INVITE', now + 10 * 60_000), undefined, 'an expired nonce');
+  assert.equal(auth.check(answer('s3cret', challenge.replace(/nonce="(\w+)\./, 'nonce="$1x.')), 'INVITE', now), undefined, 'a forged nonce');
+  assert.equal(auth.check(answer('s3cret', challenge).replace('username="alice"', 'username="mallory"'), 'INVITE', now), undefined, 'an unknown user');
+  assert.equal(auth.check(undefined, 'INVITE', now), undefined);
 });
 
 test('a key press is told once, whatever its repeats and end packets', () => {
@@ -169,7 +172,7 @@ test('callers: trusted ranges as they are, others by digest or refused; loopback
   const noUsers = new DigestAuth(new Map());
   const users = new DigestAuth(new Map([['alice', 's3cret']]));
   const trunk = blockList(['203.0.113.0/24']);
-  const verdict = (trusted: typeof trunk | undefined, auth: DigestAuth, address: string) => callerAdmission({ trusted, auth }, address, undefined, 'INVITE');
+  const verdict = (trusted: typeof trunk | undefined, auth: DigestAuth, address: string) => callerAdmission({ trusted, auth, authBackoff: new AuthBackoff(5) }, address, undefined, 'INVITE');
   assert.equal(verdict(undefined, noUsers, '127.0.0.1'), 'admitted');
   assert.equal(verdict(undefined, noUsers, '::1'), 'admitted');
   assert.equal(verdict(undefined, noUsers, '198.51.100.7'), 'forbidden');

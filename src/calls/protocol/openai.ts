@@ -210,6 +210,9 @@ export function openAiProtocol(defaults: SessionDefaults) {
         case 'input.dtmf':
           // Parley's own event (OpenAI's protocol has none for a phone's keys).
           return emit({ type: 'parley.input_audio_buffer.dtmf', digit: event.digit });
+        case 'recording.stopped':
+          // Parley's own event, as for key presses: the recording ended early, the call goes on.
+          return emit({ type: 'parley.recording.stopped', reason: event.reason });
         case 'transcription.delta':
           return emit({ type: 'conversation.item.input_audio_transcription.delta', item_id: event.itemId, content_index: 0, delta: event.delta });
         case 'transcription.completed':

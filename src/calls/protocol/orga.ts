@@ -100,6 +100,8 @@ export function orgaProtocol(control: CallControl, send: (message: object) => vo
           return send({ type: 'response.audio.done' });
         case 'response.interrupted':
           return send({ type: 'response.interrupted', dropped_audio_ms: event.droppedAudioMs });
+        case 'recording.stopped':
+          return send({ type: 'recording.stopped', reason: event.reason });
         case 'stage.failed':
           return send({ type: 'error', error: { type: 'server_error', code: event.code, message: event.message, param: null } });
         case 'error':

@@ -26,8 +26,9 @@ export const ConversationResponse = Type.Object(
   items: Type.Array(Type.Object({ role: Type.String(), text: Type.String(), created_at: Type.String() })),
   usage: Type.Union([CallUsageSchema, Type.Null()], { description: 'What the call used, recorded at its end; null before it ended' }),
   quality: Type.Union([CallQualitySchema, Type.Null()], { description: 'How its wire behaved, recorded at its end; null before it ended or when it never connected' }),
-  recording: Type.Union([Type.Literal('recording'), Type.Literal('complete'), Type.Literal('failed'), Type.Null()], {
-    description: 'The call\'s recording (GET …/recording): being written, complete, failed (stopped early; what was written is kept), or null (not recorded)',
+  recording: Type.Union([Type.Literal('recording'), Type.Literal('complete'), Type.Literal('truncated'), Type.Literal('failed'), Type.Null()], {
+    description:
+      "The call's recording (GET …/recording): being written, complete, truncated (stopped early at RECORDING_MAX_BYTES or a low disk; a valid file), failed (stopped by an error; what was written is kept), or null (not recorded)",
   }),
   },
   { title: 'Conversation', description: "A call's record and transcript" },

@@ -1,0 +1,175 @@
+// The floods of issue 33 at the SIP door of one node, each as a figure: (1) one address opens 1,100
+// TCP connections and holds them idle: how long another address waits for an OPTIONS answer;
+// (2) 30 authenticated INVITEs answered and never ACKed: their answers, and how long the key owning
+// SIP calls is refused a WebSocket session; (3) 20 wrong passwords for one user from 20 addresses,
+// then the right one: its answer. `--parley` runs another checkout's sources (the "before" column:
+// `git archive <commit> | tar -x -C /tmp/before`, with node_modules linked in).
+//
+//   node --import tsx bench/sip-floods.ts [--parley /tmp/before/src/cli/main.ts] [--env KEY=VALUE …]
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { createSocket } from 'node:dgram';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import WebSocket from 'ws';
+import { freePort } from '../test/helpers/baresip.ts';
+import { LOOPBACK_SERVER_ENV } from '../test/helpers/server.ts';
+
+const { values } = parseArgs({
+  options: {
+    parley: { type: 'string', default: resolve(import.meta.dirname, '../src/cli/main.ts') },
+    env: { type: 'string', multiple: true, default: [] },
+  },
+});
+
+const USERS = { alice: 'correct-horse-battery', bob: 'tr0ub4dor-and-3' };
+const G711 = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 0\r\n';
+const G729_ONLY = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 18\r\na=rtpmap:18 G729/8000\r\n';
+const md5 = (s: string) => createHash('md5').update(s).digest('hex');
+const statusOf = (answer: string | undefined) => (answer ? Number(/^SIP\/2\.0 (\d{3})/.exec(answer)?.[1]) : 'none');
+
+const sipPort = await freePort();
+const dataDir = mkdtempSync(join(tmpdir(), 'parley-bench-sip-floods-'));
+const extra = Object.fromEntries(values.env!.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const proc = spawn(process.execPath, ['--import', 'tsx', values.parley!, 'serve'], {
+  env: { ...process.env, ...LOOPBACK_SERVER_ENV, DATA_DIR: dataDir, SIP_PORT: String(sipPort), SIP_USERS: Object.entries(USERS).map(([u, p]) => `${u}:${p}`).join(','), ...extra },
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+const { baseUrl, devKey } = await new Promise<{ baseUrl: string; devKey: string }>((ready) => {
+  let out = '';
+  proc.stdout!.on('data', (d) => {
+    out += d;
+    const m = /parley ready at (\S+)/.exec(out);
+    if (m) ready({ baseUrl: m[1]!, devKey: /(sk_parley_ai_\w+)/.exec(out)![1]! });
+  });
+});
+
+function request(method: string, via: string, opts: { user?: string; body?: string; headers?: string[] } = {}): string {
+  const body = opts.body ?? '';
+  const user = opts.user ?? 'alice';
+  return [
+    `${method} sip:agent@127.0.0.1:${sipPort} SIP/2.0`,
+    `Via: SIP/2.0/${via};branch=z9hG4bK${randomBytes(6).toString('hex')};rport`,
+    'Max-Forwards: 70',
+    `From: <sip:${user}@127.0.0.1>;tag=${randomBytes(4).toString('hex')}`,
+    'To: <sip:agent@127.0.0.1>',
+    `Call-ID: ${randomBytes(8).toString('hex')}`,
+    `CSeq: 1 ${method}`,
+    `Contact: <sip:${user}@${via.split(' ')[1]}>`,
+    ...(opts.headers ?? []),
+    ...(body ? ['Content-Type: application/sdp'] : []),
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    '',
+    body,
+  ].join('\r\n');
+}
+
+function authorization(challenge: string, user: string, password: string): string {
+  const nonce = /nonce="([^"]+)"/.exec(challenge)![1]!;
+  const uri = `sip:agent@127.0.0.1:${sipPort}`;
+  const response = md5(`${md5(`${user}:parley:${password}`)}:${nonce}:00000001:abc:auth:${md5(`INVITE:${uri}`)}`);
+  return `Authorization: Digest username="${user}", realm="parley", nonce="${nonce}", uri="${uri}", response="${response}", algorithm=MD5, qop=auth, nc=00000001, cnonce="abc"`;
+}
+
+/** Sends `text` over UDP from `source` and resolves with its final answer (undefined after `waitMs`). */
+async function udp(source: string, make: (via: string) => string, waitMs = 5000): Promise<string | undefined> {
+  const socket = createSocket('udp4');
+  await new Promise<void>((r) => socket.bind(0, source, () => r()));
+  return new Promise((done) => {
+    const timer = setTimeout(() => finish(undefined), waitMs);
+    const finish = (answer: string | undefined) => {
+      clearTimeout(timer);
+      socket.close();
+      done(answer);
+    };
+    socket.on('message', (m) => {
+      const text = m.toString('latin1');
+      if (!/^SIP\/2\.0 1\d\d/.test(text)) finish(text);
+    });
+    socket.send(make(`UDP ${source}:${socket.address().port}`), sipPort, '127.0.0.1');
+  });
+}
+
+/** Milliseconds until an OPTIONS over TCP from `source` is answered, or undefined after `waitMs`. */
+function optionsOverTcp(source: string, waitMs: number): Promise<number | undefined> {
+  const started = performance.now();
+  return new Promise((done) => {
+    const socket = connect({ port: sipPort, host: '127.0.0.1', localAddress: source }, () => socket.write(request('OPTIONS', `TCP ${source}:5999`)));
+    const timer = setTimeout(() => finish(undefined), waitMs);
+    const finish = (ms: number | undefined) => {
+      clearTimeout(timer);
+      socket.destroy();
+      done(ms);
+    };
+    socket.on('data', () => finish(performance.now() - started));
+    socket.on('error', () => {});
+  });
+}
+
+/** Whether the development key gets a WebSocket session now: 'open' or the refusal's status. */
+function webSocketSession(): Promise<string> {
+  return new Promise((done) => {
+    const ws = new WebSocket(`${baseUrl.replace('http', 'ws')}/v1/realtime?model=gpt-realtime`, { headers: { authorization: `Bearer ${devKey}` } });
+    ws.once('open', () => {
+      ws.close();
+      done('open');
+    });
+    ws.once('unexpected-response', (_req, res) => done(String(res.statusCode)));
+    ws.once('error', (err) => done(err.message));
+  });
+}
+
+try {
+  // 1. 1,100 idle TCP connections from one address.
+  const flood: Socket[] = [];
+  let closed = 0;
+  await Promise.all(
+    Array.from({ length: 1100 }, () => {
+      const socket = connect({ port: sipPort, host: '127.0.0.1', localAddress: '127.0.0.1' });
+      flood.push(socket);
+      socket.on('close', () => closed++);
+      socket.on('error', () => {});
+      return new Promise<void>((r) => socket.once('connect', () => r()).once('close', () => r()));
+    }),
+  );
+  await sleep(1000);
+  const tcpMs = await optionsOverTcp('127.0.0.2', 10_000);
+  console.log(`tcp: 1100 connections from 127.0.0.1, ${1100 - closed} held open by the server; OPTIONS from 127.0.0.2: ${tcpMs === undefined ? 'no answer within 10 s' : `${tcpMs.toFixed(1)} ms`}`);
+  for (const s of flood) s.destroy();
+
+  // 2. 30 INVITEs answered and never ACKed.
+  const challenge = (await udp('127.0.0.1', (via) => request('INVITE', via, { body: G711 })))!;
+  const auth = authorization(challenge, 'alice', USERS.alice);
+  const started = performance.now();
+  const answers = await Promise.all(Array.from({ length: 30 }, () => udp('127.0.0.1', (via) => request('INVITE', via, { body: G711, headers: [auth] }), 10_000)));
+  const tally = new Map<string | number, number>();
+  for (const a of answers) tally.set(statusOf(a), (tally.get(statusOf(a)) ?? 0) + 1);
+  let session = await webSocketSession();
+  const refusedFirst = session;
+  while (session !== 'open' && performance.now() - started < 60_000) {
+    await sleep(250);
+    session = await webSocketSession();
+  }
+  const lockedFor = refusedFirst === 'open' ? 'never refused' : `refused (${refusedFirst}) for ${((performance.now() - started) / 1000).toFixed(1)} s after the flood began`;
+  console.log(`invites: 30 not ACKed → ${JSON.stringify(Object.fromEntries(tally))}; the key's WebSocket session: ${lockedFor}`);
+
+  // 3. Wrong passwords for one user from 20 addresses, then the right one.
+  const wrong = new Map<string | number, number>();
+  for (let i = 0; i < 20; i++) {
+    const source = `127.0.0.${10 + i}`;
+    const c = (await udp(source, (via) => request('INVITE', via, { user: 'bob', body: G729_ONLY })))!;
+    const s = statusOf(await udp(source, (via) => request('INVITE', via, { user: 'bob', body: G729_ONLY, headers: [authorization(c, 'bob', `guess-${i}`)] })));
+    wrong.set(s, (wrong.get(s) ?? 0) + 1);
+  }
+  const c = (await udp('127.0.0.40', (via) => request('INVITE', via, { user: 'bob', body: G729_ONLY })))!;
+  const right = statusOf(await udp('127.0.0.40', (via) => request('INVITE', via, { user: 'bob', body: G729_ONLY, headers: [authorization(c, 'bob', USERS.bob)] })));
+  console.log(`passwords: 20 wrong ones for bob from 20 addresses → ${JSON.stringify(Object.fromEntries(wrong))}; then the right one → ${right} (488: admitted, no G.729)`);
+} finally {
+  proc.kill('SIGTERM');
+  await new Promise((r) => proc.once('exit', r));
+  rmSync(dataDir, { recursive: true, force: true });
+}

@@ -1,0 +1,205 @@
+// Floods at the SIP door that must not lock anyone else out (issue 33): one address holding 1,100
+// idle TCP connections, and a connection trickling bytes that never make a message; 30 INVITEs
+// answered and never ACKed; a password guessed wrong again and again. Raw SIP on loopback (every
+// 127.x address reaches it). The OPTIONS answer of another address is asserted within 2 s, and the
+// trickling connection is not closed before its idle timeout; the rest only waits for answers.
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { createSocket, type Socket as UdpSocket } from 'node:dgram';
+import { connect, type Socket } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import WebSocket from 'ws';
+import { freePort } from './helpers/baresip.ts';
+import { startServer, type RunningServer } from './helpers/server.ts';
+import { until } from './helpers/wait.ts';
+
+const USERS = { alice: 'correct-horse-battery', bob: 'tr0ub4dor-and-3' };
+const FLOOD = 1100;
+const PER_ADDRESS = 32;
+const IDLE_MS = 3000;
+
+let server: RunningServer;
+let sipPort: number;
+
+before(async () => {
+  sipPort = await freePort();
+  server = await startServer({
+    SIP_PORT: String(sipPort),
+    SIP_USERS: Object.entries(USERS).map(([u, p]) => `${u}:${p}`).join(','),
+    SIP_TCP_MAX_CONNECTIONS_PER_IP: String(PER_ADDRESS),
+    SIP_TCP_IDLE_TIMEOUT_MS: String(IDLE_MS),
+    SIP_AUTH_MAX_FAILURES: '5',
+  });
+});
+
+after(() => server?.stop());
+
+const G711 = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 0\r\n';
+const G729_ONLY = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 18\r\na=rtpmap:18 G729/8000\r\n';
+const statusOf = (answer: string) => Number(/^SIP\/2\.0 (\d{3})/.exec(answer)?.[1]);
+
+function request(method: string, via: string, opts: { user?: string; body?: string; headers?: string[] } = {}): string {
+  const body = opts.body ?? '';
+  return [
+    `${method} sip:agent@127.0.0.1:${sipPort} SIP/2.0`,
+    `Via: SIP/2.0/${via};branch=z9hG4bK${randomBytes(6).toString('hex')};rport`,
+    'Max-Forwards: 70',
+    `From: <sip:${opts.user ?? 'alice'}@127.0.0.1>;tag=${randomBytes(4).toString('hex')}`,
+    'To: <sip:agent@127.0.0.1>',
+    `Call-ID: ${randomBytes(8).toString('hex')}`,
+    `CSeq: 1 ${method}`,
+    `Contact: <sip:${opts.user ?? 'alice'}@${via.split(' ')[1]}>`,
+    ...(opts.headers ?? []),
+    ...(body ? ['Content-Type: application/sdp'] : []),
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    '',
+    body,
+  ].join('\r\n');
+}
+
+/** An Authorization header answering `challenge` (a 401) as `user` with `password`. */
+function authorization(challenge: string, user: string, password: string): string {
+  const nonce = /nonce="([^"]+)"/.exec(challenge)![1]!;
+  const md5 = (s: string) => createHash('md5').update(s).digest('hex');
+  const uri = `sip:agent@127.0.0.1:${sipPort}`;
+  const response = md5(`${md5(`${user}:parley:${password}`)}:${nonce}:00000001:abc:auth:${md5(`INVITE:${uri}`)}`);
+  return `Authorization: Digest username="${user}", realm="parley", nonce="${nonce}", uri="${uri}", response="${response}", algorithm=MD5, qop=auth, nc=00000001, cnonce="abc"`;
+}
+
+/** A UDP socket on 127.0.0.1 whose requests' final answers are awaited by Call-ID. */
+async function udpCaller(): Promise<{ socket: UdpSocket; via: string; send: (text: string) => Promise<string>; close: () => void }> {
+  const socket = createSocket('udp4');
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+  const waiting = new Map<string, (answer: string) => void>();
+  socket.on('message', (m) => {
+    const text = m.toString('latin1');
+    if (/^SIP\/2\.0 1\d\d/.test(text)) return;
+    const callId = /\r\nCall-ID: (\S+)/i.exec(text)?.[1];
+    if (callId) waiting.get(callId)?.(text);
+  });
+  return {
+    socket,
+    via: `UDP 127.0.0.1:${socket.address().port}`,
+    send: (text) =>
+      new Promise<string>((resolve) => {
+        waiting.set(/\r\nCall-ID: (\S+)/.exec(text)![1]!, resolve);
+        socket.send(text, sipPort, '127.0.0.1');
+      }),
+    close: () => socket.close(),
+  };
+}
+
+describe('TCP connections', () => {
+  test(`one address holding ${FLOOD} idle TCP connections: another address's OPTIONS is still answered within 2 s`, async () => {
+    const flood: Socket[] = [];
+    let closed = 0;
+    await Promise.all(
+      Array.from({ length: FLOOD }, () => {
+        const socket = connect({ port: sipPort, host: '127.0.0.1', localAddress: '127.0.0.1' });
+        flood.push(socket);
+        socket.on('close', () => closed++);
+        return new Promise<void>((resolve) => socket.once('connect', resolve).once('error', () => resolve()));
+      }),
+    );
+    try {
+      // The address's share stays open; the rest are closed as they open.
+      await until('the connections past the share closed', () => closed, (n) => n >= FLOOD - PER_ADDRESS, 30_000);
+      const started = performance.now();
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = connect({ port: sipPort, host: '127.0.0.1', localAddress: '127.0.0.2' }, () => socket.write(request('OPTIONS', 'TCP 127.0.0.2:5999')));
+        const timer = setTimeout(() => {
+          socket.destroy();
+          reject(new Error('no answer within 2 s'));
+        }, 2000);
+        let got = '';
+        socket.on('data', (d) => {
+          got += d;
+          if (!got.includes('\r\n\r\n')) return;
+          clearTimeout(timer);
+          socket.destroy();
+          resolve(got);
+        });
+        socket.on('error', (err) => {
+          clearTimeout(timer);
+          reject(err);
+        });
+      });
+      assert.equal(statusOf(answer), 200);
+      assert.ok(performance.now() - started < 2000);
+      const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
+      const refused = Number(/^parley_rate_limited_total\{limit="sip-tcp-ip"\} (\d+)$/m.exec(metrics)?.[1]);
+      assert.ok(refused >= FLOOD - PER_ADDRESS, `connections refused in the metrics: ${refused}`);
+    } finally {
+      for (const s of flood) s.destroy();
+    }
+  });
+
+  test('a connection trickling bytes that never make a message is closed after SIP_TCP_IDLE_TIMEOUT_MS', { timeout: 20_000 }, async () => {
+    const socket = connect({ port: sipPort, host: '127.0.0.1' });
+    socket.on('error', () => {});
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const opened = performance.now();
+    const text = 'OPTIONS sip:agent@127';
+    let at = 0;
+    // A byte every 200 ms: activity, but never a complete message.
+    const trickle = setInterval(() => socket.write(text[at++ % text.length]!), 200);
+    try {
+      await new Promise((resolve) => socket.once('close', resolve));
+      // Not before the timeout: the bytes did not make it close, their lack of a message did.
+      assert.ok(performance.now() - opened >= IDLE_MS - 100, `closed after ${Math.round(performance.now() - opened)} ms`);
+    } finally {
+      clearInterval(trickle);
+    }
+  });
+});
+
+describe('INVITEs never ACKed', () => {
+  test("30 answered INVITEs never ACKed: SIP's own budget is spent, the key's WebSocket session still opens", async () => {
+    const caller = await udpCaller();
+    try {
+      const challenge = await caller.send(request('INVITE', caller.via, { body: G711 }));
+      assert.equal(statusOf(challenge), 401);
+      const auth = authorization(challenge, 'alice', USERS.alice);
+      const answers = await Promise.all(Array.from({ length: 30 }, () => caller.send(request('INVITE', caller.via, { body: G711, headers: [auth] }))));
+      const statuses = answers.map(statusOf);
+      // Answered up to SIP_MAX_HALF_OPEN_CALLS (10), then told to come back.
+      assert.equal(statuses.filter((s) => s === 200).length, 10, `statuses: ${statuses}`);
+      assert.equal(statuses.filter((s) => s === 503).length, 20, `statuses: ${statuses}`);
+      assert.ok(answers.filter((a) => statusOf(a) === 503).every((a) => /\r\nRetry-After: \d+\r\n/.test(a)));
+
+      // The key owning SIP calls (the development key) opens a WebSocket session all the same.
+      const ws = new WebSocket(`${server.baseUrl.replace('http', 'ws')}/v1/realtime?model=gpt-realtime`, { headers: { authorization: `Bearer ${server.devKey}` } });
+      const opened = await new Promise<string>((resolve) => {
+        ws.once('open', () => resolve('open'));
+        ws.once('unexpected-response', (_req, res) => resolve(`refused ${res.statusCode}`));
+        ws.once('error', (err) => resolve(`error ${err.message}`));
+      });
+      assert.equal(opened, 'open');
+      ws.close();
+    } finally {
+      caller.close();
+    }
+  });
+});
+
+describe('wrong passwords', () => {
+  test('after 5 wrong passwords a user is refused (403) even with the right one; another user is not', async () => {
+    const caller = await udpCaller();
+    try {
+      const challenge = await caller.send(request('INVITE', caller.via, { user: 'bob', body: G729_ONLY }));
+      for (let i = 0; i < 5; i++) {
+        const answer = await caller.send(request('INVITE', caller.via, { user: 'bob', body: G729_ONLY, headers: [authorization(challenge, 'bob', `guess-${i}`)] }));
+        assert.equal(statusOf(answer), 401, `guess ${i + 1}: challenged again`);
+      }
+      const refused = await caller.send(request('INVITE', caller.via, { user: 'bob', body: G729_ONLY, headers: [authorization(challenge, 'bob', USERS.bob)] }));
+      assert.equal(statusOf(refused), 403);
+      assert.match(refused, /\r\nWarning: 399 parley "too many wrong passwords/);
+      assert.match(await (await fetch(`${server.baseUrl}/metrics`)).text(), /^parley_rate_limited_total\{limit="sip-auth-user"\} 1$/m);
+      // Alice is admitted (and told we speak no G.729).
+      const alice = await caller.send(request('INVITE', caller.via, { body: G729_ONLY, headers: [authorization(challenge, 'alice', USERS.alice)] }));
+      assert.equal(statusOf(alice), 488);
+    } finally {
+      caller.close();
+    }
+  });
+});
