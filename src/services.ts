@@ -208,7 +208,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
       maxDurationMs: config.CALL_MAX_DURATION_MS,
       reconnectGraceMs: config.CALL_RECONNECT_GRACE_MS,
     },
-    rates: { messagesPerSecond: config.CALL_EVENTS_PER_SECOND, repliesPerSecond: config.CALL_REPLIES_PER_SECOND },
+    rates: { messagesPerSecond: config.CALL_EVENTS_PER_SECOND, repliesPerSecond: config.CALL_REPLIES_PER_SECOND, sidebands: config.MAX_SIDEBANDS_PER_CALL },
     nodeId,
     log,
     metrics,

@@ -473,6 +473,11 @@ export const settings = {
     default: '2',
     parse: int(1, 1000),
   },
+  MAX_SIDEBANDS_PER_CALL: {
+    doc: "Sideband connections (GET /v1/realtime?call_id=…) one call may have at once, counted on the node carrying it (a sideband relayed from another node included); one more is told an error event (too_many_sidebands) and closed; the call and its other sidebands go on. Each hears every event of the call.",
+    default: '4',
+    parse: int(1, 100),
+  },
   CALL_RECONNECT_GRACE_MS: {
     doc: "A connected call whose client becomes unreachable (ICE disconnected: a network blip, a Wi-Fi to mobile switch) waits this long for it to come back before it ends (connection_lost). The client's own hang-up (its DTLS close) ends the call at once.",
     default: '5000',

@@ -30,6 +30,7 @@ export function websocketChannel(socket: WebSocket, label: string, maxUnsentByte
         inbound.add(bytes, () => cb(isBinary ? '' : data.toString()));
       }),
     onClose: (cb) => socket.on('close', cb),
-    close: () => socket.close(),
+    // A code the relay of a sideband (src/http/sidebandRelay.ts) passes on as it is.
+    close: () => socket.close(1000),
   };
 }
