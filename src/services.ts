@@ -32,6 +32,7 @@ import { betaDialect } from './calls/protocol/openaiBeta.js';
 import { orgaProtocol } from './calls/protocol/orga.js';
 import type { SessionDefaults } from './session/session.js';
 import { ClientSecretSessionStore } from './storage/clientSecretSessions.js';
+import { ConsoleLogoutStore } from './storage/consoleLogouts.js';
 import { TurnKeySecrets } from './ice/turnKeySecrets.js';
 import { TurnService, type TurnHealth } from './ice/turnService.js';
 import { Teardown } from './system/teardown.js';
@@ -57,6 +58,8 @@ export interface Store {
   signingKeys: SigningKeyStore;
   conversations: ConversationStore;
   clientSecretSessions: ClientSecretSessionStore;
+  /** Console sessions logged out before their expiry, refused on every node. */
+  consoleLogouts: ConsoleLogoutStore;
   turnSecrets: string[];
   /** Where call events go (the global endpoint and each key's), and their deliveries. */
   webhookEndpoints: WebhookEndpointStore;
@@ -82,6 +85,7 @@ export async function openStore(config: Config, log?: DatabaseLog): Promise<Stor
     signingKeys,
     conversations: new ConversationStore(db),
     clientSecretSessions: new ClientSecretSessionStore(db),
+    consoleLogouts: new ConsoleLogoutStore(db),
     webhookEndpoints: new WebhookEndpointStore(db, pepper, global),
     webhookOutbox: new WebhookOutbox(db),
     bus: openBus(config.REDIS_URL),
