@@ -12,7 +12,7 @@ interface Work {
   run: () => void;
 }
 
-/** Handled at most a turn (at least one piece of work); each piece counts at least MIN_WORK_BYTES. */
+/** Bytes handled at most a turn (always at least one piece of work). */
 export const BYTES_PER_TURN = 128 * 1024;
 /** Every message counts at least this much, so a stream of tiny ones is bounded by their number too. */
 const MIN_WORK_BYTES = 1024;
