@@ -58,11 +58,11 @@ describe('sideband connections per call', () => {
     }
     assert.ok(kept.every((s) => s.closed === undefined), 'the kept ones stay open');
 
-    // The call goes on: its client is answered, and the sidebands that stayed hear it.
+    // The call goes on: its client is answered, and the sidebands that stayed hear its events.
     const from = session.events.length;
-    session.ws.send(JSON.stringify({ type: 'session.update', session: { type: 'realtime', instructions: 'Still on.' } }));
-    await until('session.updated on the call', () => session.events.slice(from).some((e) => e.type === 'session.updated'), Boolean);
-    await until('the kept sidebands hear it', () => kept.every((s) => s.events.some((e) => e.type === 'session.updated')), Boolean);
+    session.ws.send(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Still on.' }] } }));
+    await until('the item added on the call', () => session.events.slice(from).some((e) => e.type === 'conversation.item.added'), Boolean);
+    await until('the kept sidebands hear it', () => kept.every((s) => s.events.some((e) => e.type === 'conversation.item.added')), Boolean);
 
     // One leaving makes room for another.
     kept[0]!.ws.close();
