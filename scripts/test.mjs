@@ -34,7 +34,7 @@ const FAST_FILES = ['test/openapi.test.ts', 'test/readme.test.ts', 'test/service
 const PARALLEL_FILES = [
   'build', 'first-start', 'webhooks', 'turn-relay', 'http-limits', 'turn-relay-abuse', 'revocation', 'outage',
   'reconcile', 'tokens', 'cli', 'console', 'nodes', 'rate-limits', 'admission', 'workers', 'postgres', 'contract',
-  'stun', 'sip-routing-nodes', 'offer-fuzz', 'candidates', 'ice', 'services-startup', 'openapi', 'readme',
+  'stun', 'sip-routing-nodes', 'offer-fuzz', 'candidates', 'ice', 'services-startup', 'openapi', 'readme', 'sideband-limits',
 ].map((name) => join(root, 'test', `${name}.test.ts`));
 
 const listTests = (dir) =>
