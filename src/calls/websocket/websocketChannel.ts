@@ -25,10 +25,8 @@ export function websocketChannel(socket: WebSocket, label: string, maxUnsentByte
     },
     // A binary frame carries no event: handed on as text that is not JSON, so it gets an error event.
     onMessage: (cb) =>
-      socket.on('message', (data, isBinary) => {
-        const bytes = Buffer.isBuffer(data) ? data.length : 0;
-        inbound.add(bytes, () => cb(isBinary ? '' : data.toString()));
-      }),
+      // `data` is a Buffer: ws's default binaryType.
+      socket.on('message', (data, isBinary) => inbound.add((data as Buffer).length, () => cb(isBinary ? '' : data.toString()))),
     onClose: (cb) => socket.on('close', cb),
     // A code the relay of a sideband (src/http/sidebandRelay.ts) passes on as it is.
     close: () => socket.close(1000),
