@@ -32,6 +32,7 @@ import { betaDialect } from './calls/protocol/openaiBeta.js';
 import { orgaProtocol } from './calls/protocol/orga.js';
 import type { SessionDefaults } from './session/session.js';
 import { ClientSecretSessionStore } from './storage/clientSecretSessions.js';
+import { ConsoleLogoutStore } from './storage/consoleLogouts.js';
 import { TurnKeySecrets } from './ice/turnKeySecrets.js';
 import { TurnService, type TurnHealth } from './ice/turnService.js';
 import type { Listener } from './system/outboundPolicy.js';
@@ -61,6 +62,8 @@ export interface Store {
   signingKeys: SigningKeyStore;
   conversations: ConversationStore;
   clientSecretSessions: ClientSecretSessionStore;
+  /** Console sessions logged out before their expiry, refused on every node. */
+  consoleLogouts: ConsoleLogoutStore;
   turnSecrets: string[];
   /** Where call events go (the global endpoint and each key's), and their deliveries. */
   webhookEndpoints: WebhookEndpointStore;
@@ -86,6 +89,7 @@ export async function openStore(config: Config, log?: DatabaseLog): Promise<Stor
     signingKeys,
     conversations: new ConversationStore(db),
     clientSecretSessions: new ClientSecretSessionStore(db),
+    consoleLogouts: new ConsoleLogoutStore(db),
     webhookEndpoints: new WebhookEndpointStore(db, pepper, global),
     webhookOutbox: new WebhookOutbox(db),
     bus: openBus(config.REDIS_URL),
@@ -222,7 +226,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
       maxDurationMs: config.CALL_MAX_DURATION_MS,
       reconnectGraceMs: config.CALL_RECONNECT_GRACE_MS,
     },
-    rates: { messagesPerSecond: config.CALL_EVENTS_PER_SECOND, repliesPerSecond: config.CALL_REPLIES_PER_SECOND },
+    rates: { messagesPerSecond: config.CALL_EVENTS_PER_SECOND, repliesPerSecond: config.CALL_REPLIES_PER_SECOND, sidebands: config.MAX_SIDEBANDS_PER_CALL },
     nodeId,
     log,
     metrics,

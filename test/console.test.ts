@@ -158,6 +158,22 @@ describe('console of a running server', () => {
     assert.ok(!(server.stdout() + server.stderr()).includes(ADMIN_TOKEN), 'the admin token is never logged');
   });
 
+  test('logout ends the session on the server: the old cookie is 401 from then on, another session goes on', async () => {
+    const cookie = sessionCookieOf(await login(server.baseUrl, ADMIN_TOKEN))!;
+    const other = sessionCookieOf(await login(server.baseUrl, ADMIN_TOKEN))!;
+    assert.equal((await http(server.baseUrl, '/console/api/calls', { headers: { cookie } })).status, 200);
+    assert.equal((await http(server.baseUrl, '/console/logout', { body: {}, headers: { ...PAGE, cookie } })).status, 204);
+    // The cookie as it was before the logout (a copy kept, or a browser that ignored Max-Age=0).
+    for (const route of DATA_ROUTES) {
+      const res = await http(server.baseUrl, route.path, { method: route.method, body: route.body, headers: { ...PAGE, cookie } });
+      assert.equal(res.status, 401, `${route.method} ${route.path} after logout`);
+      assert.equal(res.body.error.code, 'console_login_required');
+    }
+    const page = await fetch(`${server.baseUrl}/console`, { headers: { cookie }, redirect: 'manual' });
+    assert.equal(page.status, 302, 'the page sends the logged-out browser to the login');
+    assert.equal((await http(server.baseUrl, '/console/api/calls', { headers: { cookie: other } })).status, 200, 'another session is not logged out');
+  });
+
   test('conversations come a page at a time, newest first, with an opaque position for the next page', async () => {
     const cookie = sessionCookieOf(await login(server.baseUrl, ADMIN_TOKEN))!;
     // Three short calls under two keys.

@@ -69,6 +69,35 @@ describe('two nodes sharing PostgreSQL and Redis', () => {
     assert.equal(status, 404);
   });
 
+  test("A's cap on the call's sidebands (MAX_SIDEBANDS_PER_CALL, 4) holds for sidebands relayed through B", async () => {
+    const sideband = (node: RunningServer) =>
+      new Promise<{ socket: WebSocket; first: any; closed: Promise<number> }>((resolve, reject) => {
+        const socket = new WebSocket(`${node.baseUrl.replace('http', 'ws')}/v1/realtime?call_id=${onA.conversationId}`, { headers: { authorization: `Bearer ${nodeA.devKey}` } });
+        const closed = new Promise<number>((r) => socket.on('close', r));
+        socket.once('message', (data) => resolve({ socket, first: JSON.parse(String(data)), closed }));
+        socket.once('unexpected-response', (_req, res) => reject(new Error(`refused: ${res.statusCode}`)));
+      });
+    const kept: Awaited<ReturnType<typeof sideband>>[] = [];
+    // Until the previous test's sideband is gone from A too (its close crosses B first).
+    const keep = (node: RunningServer) =>
+      until('a sideband kept', () => sideband(node), (s) => {
+        if (s.first.type === 'session.created') return true;
+        s.socket.close();
+        return false;
+      });
+    for (const node of [nodeA, nodeB, nodeA, nodeB]) kept.push(await keep(node));
+    try {
+      for (const node of [nodeB, nodeA]) {
+        const refused = await sideband(node);
+        assert.equal(refused.first.type, 'error');
+        assert.equal(refused.first.error.code, 'too_many_sidebands');
+        assert.equal(await refused.closed, 1000, 'closed as the carrying node closed it');
+      }
+    } finally {
+      for (const s of kept) s.socket.close();
+    }
+  });
+
   test('at its limit, A passes the next call (Orga form) to B: it connects and echoes audio', async () => {
     const client = await openCall(nodeA.baseUrl, await mintToken(nodeA.baseUrl, nodeA.devKey), { params: { model: 'audio-echo' } });
     clients.push(client);

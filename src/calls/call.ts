@@ -26,6 +26,8 @@ export interface CallRates {
   messagesPerSecond: number;
   /** Replies the client may ask for a second (bursts of twice that, at least 3); beyond it they are refused. */
   repliesPerSecond: number;
+  /** Sideband connections the call may have at once; one more is refused (sideband.ts). */
+  sidebands: number;
 }
 
 /** What listens to a call: each method is optional; `ended` may return a promise the call's end waits for. */
@@ -100,10 +102,10 @@ export class Call implements CallControl {
     this.eventAudio = eventAudioOf(opts.transport);
     this.current = opts.session;
     this.conversation = opts.conversation;
-    const { messagesPerSecond, repliesPerSecond } = opts.rates;
+    const { messagesPerSecond, repliesPerSecond, sidebands } = opts.rates;
     this.messageRate = new TokenBucket(messagesPerSecond, 2 * messagesPerSecond);
     this.replyRate = new TokenBucket(repliesPerSecond, Math.max(3, 2 * repliesPerSecond));
-    this.sidebands = new Sidebands(this, messagesPerSecond);
+    this.sidebands = new Sidebands(this, { messagesPerSecond, connections: sidebands });
     this.lifecycle = new CallLifecycle(opts.timeouts, (state, reason) => void this.close(state, reason));
     this.protocol = opts.protocol(this, (message) => this.channel?.send(JSON.stringify(message)));
     this.host = new AgentHost(

@@ -2,7 +2,8 @@
 // a protocol of its own on the same call (protocol/openai over a WebSocket), hears every event of
 // the call and may give the commands its protocol knows, within the call's message rate. The tools a
 // sideband declares are its own: their calls and outputs go to the sidebands only, never to the
-// client holding the media.
+// client holding the media. A call has a few at most at once: each hears every event, so their
+// number multiplies what the call costs the node.
 import type { CallEvent } from '../session/events.js';
 import { TokenBucket } from '../system/tokenBucket.js';
 import type { CallControl, ClientProtocol, ProtocolFactory } from './protocol/types.js';
@@ -16,14 +17,27 @@ export class Sidebands {
 
   constructor(
     private readonly call: CallControl,
-    /** What each sideband may send a second (bursts of two seconds' worth); beyond it messages are dropped. */
-    private readonly messagesPerSecond: number,
+    private readonly limits: {
+      /** What each sideband may send a second (bursts of two seconds' worth); beyond it messages are dropped. */
+      messagesPerSecond: number;
+      /** Sidebands the call may have at once; one more is refused. */
+      connections: number;
+    },
   ) {}
 
-  /** Attaches a sideband connection on `channel`, speaking the protocol `protocolFor` makes. */
+  /**
+   * Attaches a sideband connection on `channel`, speaking the protocol `protocolFor` makes; one past
+   * the call's limit is told why, in that protocol, and closed.
+   */
   attach(channel: MessageChannel, protocolFor: ProtocolFactory): void {
     const protocol = protocolFor(this.control(), (message) => channel.send(JSON.stringify(message)));
-    const rate = new TokenBucket(this.messagesPerSecond, 2 * this.messagesPerSecond);
+    if (this.connections.size >= this.limits.connections) {
+      const message = `This call already has ${this.limits.connections} sideband connections, the most it may have at once; close one before opening another.`;
+      protocol.deliver({ type: 'error', kind: 'invalid_request_error', code: 'too_many_sidebands', message });
+      return channel.close();
+    }
+    const { messagesPerSecond } = this.limits;
+    const rate = new TokenBucket(messagesPerSecond, 2 * messagesPerSecond);
     this.connections.set(protocol, channel);
     channel.onMessage((text) => {
       if (rate.take()) protocol.receive(text);

@@ -276,7 +276,7 @@ export const settings = {
     parse: int(0, 10_000_000),
   },
   RATE_LIMIT_KEY_LOOKUPS_PER_IP: {
-    doc: 'Requests one client address may make per window to the other routes that look up an API key or token (models, voices, conversation reads, hang-up), wrong credentials included; 0: no limit. Keeps a stream of made-up keys from reaching the store and flushing the key cache.',
+    doc: 'Requests one client address may make per window to the other routes that look up an API key or token (models, voices, conversation reads, hang-up, and OpenAI\'s WebSocket upgrade GET /v1/realtime, sessions and sideband connections alike), wrong credentials included; 0: no limit. Keeps a stream of made-up keys from reaching the store and flushing the key cache.',
     default: '600',
     parse: int(0, 10_000_000),
   },
@@ -513,6 +513,11 @@ export const settings = {
     doc: 'Replies one call\'s client may ask for a second (conversation.item.create, response.create), in bursts of twice that (at least 3); beyond it the request is refused with an error event (rate_limit_exceeded). Replies the agent starts at the end of a spoken turn are not counted.',
     default: '2',
     parse: int(1, 1000),
+  },
+  MAX_SIDEBANDS_PER_CALL: {
+    doc: "Sideband connections (GET /v1/realtime?call_id=…) one call may have at once, counted on the node carrying it (a sideband relayed from another node included); one more is told an error event (too_many_sidebands) and closed; the call and its other sidebands go on. Each hears every event of the call.",
+    default: '4',
+    parse: int(1, 100),
   },
   CALL_RECONNECT_GRACE_MS: {
     doc: "A connected call whose client becomes unreachable (ICE disconnected: a network blip, a Wi-Fi to mobile switch) waits this long for it to come back before it ends (connection_lost). The client's own hang-up (its DTLS close) ends the call at once.",

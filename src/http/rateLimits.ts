@@ -1,6 +1,7 @@
 // Rate limits of the routes that cost something: client-secrets (Orga) and client_secrets (OpenAI)
 // per client address (wrong keys included, so before authentication) and per API key (after it),
-// and calls (both forms) per ephemeral token. Beyond a limit: 429 with Retry-After, in Shape A on
+// calls (both forms) per ephemeral token, and the other routes that look a credential up (OpenAI's
+// WebSocket upgrade included) per client address. Beyond a limit: 429 with Retry-After, in Shape A on
 // Orga's routes and in OpenAI's error object on OpenAI's. Counted in Redis when REDIS_URL is set
 // (every node and worker together), else in this process's memory; see src/storage/openRateLimitStore.ts.
 //
@@ -83,7 +84,9 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, m
   const lookupsPerIp: Limit = {
     scope: 'lookups-ip',
     limit: config.RATE_LIMIT_KEY_LOOKUPS_PER_IP,
-    subject: (req) => req.ip,
+    // A request another node passed on (a hang-up, a relayed sideband) was counted there, for its
+    // client's address; here it would count against that node's.
+    subject: (req) => (req.forwardedFromNode ? undefined : req.ip),
     message: (n, w, r) => `Too many requests from this address (limit: ${n} per ${w} s); try again in ${r} s.`,
   };
   const perToken: Limit = {
@@ -124,8 +127,12 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, m
     if (KEY_LOOKUP_ROUTES.has(route.url)) attach(route, 'onRequest', [lookupsPerIp], [], form);
     // Every client-secrets request counts for its address, wrong keys included (before authentication).
     else if (route.url === '/v1/realtime/client-secrets' || route.url === '/v1/realtime/client_secrets') attach(route, 'onRequest', [perIp], [perKey], form);
-    // A WebSocket session counts once its credential is known (preValidation), before it is admitted (its preHandler).
-    else if (route.url === REALTIME_SOCKET_PATH) attach(route, 'preHandler', [perToken], [], form);
+    // A WebSocket upgrade counts for its address before its credential is looked at (preValidation),
+    // and a session for its token once that is known, before it is admitted (its preHandler).
+    else if (route.url === REALTIME_SOCKET_PATH) {
+      attach(route, 'onRequest', [lookupsPerIp], [], form);
+      attach(route, 'preHandler', [perToken], [], form);
+    }
     // Calls that get as far as trying an offer count, once their body is read: not bodies too large or not JSON.
     else attach(route, 'preHandler', [], [perToken], form);
   });

@@ -98,6 +98,14 @@ export interface ClientSecretSessionsTable {
   expires_at: number;
 }
 
+/** A console session logged out before its expiry (storage/consoleLogouts.ts). */
+export interface ConsoleLogoutsTable {
+  /** The session's id: the nonce of its cookie (never the cookie itself). */
+  session_id: string;
+  /** Unix seconds: the session's own expiry, after which the row is useless. */
+  expires_at: number;
+}
+
 /** Where webhooks go: one row per API key's endpoint, and `global` for WEBHOOK_URL. */
 export interface WebhookEndpointsTable {
   id: string;
@@ -146,6 +154,7 @@ export interface Database {
   nodes: NodesTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  console_logouts: ConsoleLogoutsTable;
 }
 
 export type Db = Kysely<Database>;

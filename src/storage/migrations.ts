@@ -151,6 +151,17 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('conversations').addColumn('transport', 'varchar(16)').execute();
     },
   },
+  // Console sessions logged out before they expire, refused by every node (storage/consoleLogouts.ts).
+  '0010_console_logouts': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('console_logouts')
+        .addColumn('session_id', 'varchar(32)', (c) => c.primaryKey())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('console_logouts_expires_at').on('console_logouts').column('expires_at').execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -89,7 +89,7 @@ const session: Session = defaultSession({
   turnDetection: { type: 'server_vad', threshold: 0.5, prefixPaddingMs: 300, silenceMs: 500, idleTimeoutMs: null, createResponse: true, interruptResponse: true },
 });
 const timeouts = { connectTimeoutMs: 10_000, idleTimeoutMs: 60_000, maxDurationMs: 3_600_000, reconnectGraceMs: 5_000 };
-const rates = { messagesPerSecond: 50, repliesPerSecond: 2 };
+const rates = { messagesPerSecond: 50, repliesPerSecond: 2, sidebands: 4 };
 
 function makeCall<T extends FakeTransport | FakeEventAudioTransport = FakeTransport>(agent: AgentFactory, observer: CallObserver = {}, transport: T = new FakeTransport() as T) {
   const { log, lines } = recordingLog();

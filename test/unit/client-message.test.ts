@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { jsonDepth, MAX_MESSAGE_BYTES, MAX_MESSAGE_DEPTH, readClientMessage } from '../../src/calls/protocol/message.ts';
+import { jsonDepth, MAX_AUDIO_MESSAGE_BYTES, MAX_MESSAGE_BYTES, MAX_MESSAGE_DEPTH, readClientMessage } from '../../src/calls/protocol/message.ts';
+import { openAiProtocol } from '../../src/calls/protocol/openai.ts';
+import type { CallControl } from '../../src/calls/protocol/types.ts';
+import type { SessionDefaults } from '../../src/session/session.ts';
 
 test('client messages: size, JSON, object and depth are checked before any schema', () => {
   assert.deepEqual(readClientMessage('{"type":"x"}'), { ok: true, message: { type: 'x' } });
@@ -21,4 +24,16 @@ test('jsonDepth counts nesting without recursion and stops at the limit', () => 
   let v: unknown = 0;
   for (let i = 0; i < 100_000; i++) v = [v];
   assert.equal(jsonDepth(v, 40), 41);
+});
+
+test('where audio travels in messages, an append may be as large as OpenAI takes (15 MiB), any other event 64 KiB', () => {
+  const control = { audioInEvents: true, appendInputAudio: () => true } as unknown as CallControl;
+  const sent: { type: string; error?: { code: string } }[] = [];
+  const protocol = openAiProtocol({ turnDetection: null } as unknown as SessionDefaults)(control, (m) => sent.push(m as (typeof sent)[number]));
+  const codes = () => sent.filter((m) => m.type === 'error').map((m) => m.error!.code);
+  protocol.receive(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'A'.repeat(15 * 1024 * 1024) }));
+  assert.deepEqual(codes(), []);
+  protocol.receive(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'A'.repeat(MAX_AUDIO_MESSAGE_BYTES) }));
+  protocol.receive(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x'.repeat(MAX_MESSAGE_BYTES) }] } }));
+  assert.deepEqual(codes(), ['message_too_large', 'message_too_large']);
 });

@@ -12,13 +12,14 @@ test('only the admin token itself passes, whatever the length presented', () => 
   for (const other of ['', TOKEN.slice(0, -1), TOKEN + 'x', TOKEN.toUpperCase(), 'x'.repeat(1000)]) assert.equal(sessions.isAdminToken(other), false, other);
 });
 
-test('a session is valid until it expires', () => {
+test('a session is valid until it expires; its id is its nonce', () => {
   const sessions = new ConsoleSessions(TOKEN);
   const now = Date.UTC(2026, 10, 25);
   const value = sessions.issue(now);
-  assert.equal(sessions.isValid(value, now), true);
-  assert.equal(sessions.isValid(value, now + (SESSION_TTL_SECONDS - 1) * 1000), true);
-  assert.equal(sessions.isValid(value, now + SESSION_TTL_SECONDS * 1000), false);
+  const [expiry, nonce] = value.split('.');
+  assert.deepEqual(sessions.sessionOf(value, now), { id: nonce, expiresAt: Number(expiry) });
+  assert.notEqual(sessions.sessionOf(value, now + (SESSION_TTL_SECONDS - 1) * 1000), undefined);
+  assert.equal(sessions.sessionOf(value, now + SESSION_TTL_SECONDS * 1000), undefined);
   assert.notEqual(sessions.issue(now), value, 'each login its own session');
 });
 
@@ -36,7 +37,7 @@ test('an altered, forged or foreign session is refused', () => {
     undefined,
     new ConsoleSessions(TOKEN + '-rotated').issue(now),
   ]) {
-    assert.equal(sessions.isValid(value, now), false, String(value));
+    assert.equal(sessions.sessionOf(value, now), undefined, String(value));
   }
 });
 

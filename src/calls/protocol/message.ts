@@ -1,6 +1,11 @@
 // Reading one client message off the data channel, whatever the protocol: bounded in size and
 // nesting before any schema looks at it, so no message can exhaust the process.
 export const MAX_MESSAGE_BYTES = 64 * 1024;
+/**
+ * Over a WebSocket, audio travels in messages: OpenAI takes up to 15 MiB in one
+ * input_audio_buffer.append, so that much, and room for the event around it, is read there.
+ */
+export const MAX_AUDIO_MESSAGE_BYTES = 15 * 1024 * 1024 + 4096;
 export const MAX_MESSAGE_DEPTH = 32;
 
 export type MessageReading =
@@ -21,9 +26,10 @@ export function jsonDepth(value: unknown, limit = Infinity): number {
   return max;
 }
 
-export function readClientMessage(text: string): MessageReading {
-  if (Buffer.byteLength(text) > MAX_MESSAGE_BYTES) {
-    return { ok: false, code: 'message_too_large', message: `Messages are limited to ${MAX_MESSAGE_BYTES} bytes.` };
+/** `maxBytes`: the largest message read (MAX_AUDIO_MESSAGE_BYTES where audio travels in messages). */
+export function readClientMessage(text: string, maxBytes = MAX_MESSAGE_BYTES): MessageReading {
+  if (Buffer.byteLength(text) > maxBytes) {
+    return { ok: false, code: 'message_too_large', message: `Messages are limited to ${maxBytes} bytes.` };
   }
   let value: unknown;
   try {

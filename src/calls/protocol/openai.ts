@@ -9,7 +9,7 @@ import type { ResponseRequest } from '../../agent/types.js';
 import { newItemId, type ContentPart, type Item } from '../../session/conversation.js';
 import type { CallEvent, ResponseInfo } from '../../session/events.js';
 import type { SessionDefaults } from '../../session/session.js';
-import { readClientMessage } from './message.js';
+import { MAX_AUDIO_MESSAGE_BYTES, MAX_MESSAGE_BYTES, readClientMessage } from './message.js';
 import { applyOpenAiSession, openAiSessionObject, paramProblem, ToolChoiceSchema, toolChoiceOf, type ParamProblem } from './openaiSession.js';
 import type { CallControl, ClientProtocol } from './types.js';
 
@@ -319,7 +319,8 @@ export function openAiProtocol(defaults: SessionDefaults) {
       },
 
       receive(text) {
-        const reading = readClientMessage(text);
+        // Audio in events (a WebSocket): an append may be as large as OpenAI takes; any other event as over a data channel.
+        const reading = readClientMessage(text, control.audioInEvents ? MAX_AUDIO_MESSAGE_BYTES : MAX_MESSAGE_BYTES);
         if (!reading.ok) return fail({ code: reading.code, message: reading.message });
         const m = reading.message;
         const eventId = typeof m.event_id === 'string' ? m.event_id.slice(0, 128) : undefined;
@@ -327,6 +328,9 @@ export function openAiProtocol(defaults: SessionDefaults) {
         if (typeof type !== 'string') return fail({ code: 'missing_required_parameter', message: "Missing required parameter: 'type'.", param: 'type' }, eventId);
         if (!(type in CLIENT_EVENTS)) return fail({ code: 'invalid_value', message: `Invalid value: '${type.slice(0, 64)}'. Supported values are: ${Object.keys(CLIENT_EVENTS).join(', ')}.`, param: 'type' }, eventId);
         const kind = type as ClientEventType;
+        if (control.audioInEvents && kind !== 'input_audio_buffer.append' && Buffer.byteLength(text) > MAX_MESSAGE_BYTES) {
+          return fail({ code: 'message_too_large', message: `Only input_audio_buffer.append may be larger than ${MAX_MESSAGE_BYTES} bytes.` }, eventId);
+        }
         const validate = validators[kind];
         if (!validate(m)) return fail(paramProblem(validate.errors, ''), eventId);
         try {

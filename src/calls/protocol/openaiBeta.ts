@@ -2,6 +2,7 @@
 // speak (`OpenAI-Beta: realtime=v1`): the one protocol (openai.ts) with its messages translated at
 // the edge — event names (response.audio.delta, conversation.item.created…), the flat session object
 // (modalities, voice, input_audio_format: "g711_ulaw"…, no `type`), and assistant content types.
+import { MAX_MESSAGE_BYTES } from './message.js';
 import type { ProtocolFactory } from './types.js';
 
 type Json = Record<string, any>;
@@ -119,6 +120,8 @@ export function betaDialect(ga: ProtocolFactory): ProtocolFactory {
     return {
       opened: () => inner.opened(),
       receive: (text) => {
+        // Only an append may be this large, and it reads the same in both dialects: not parsed twice.
+        if (text.length > MAX_MESSAGE_BYTES) return inner.receive(text);
         let message: unknown;
         try {
           message = JSON.parse(text);

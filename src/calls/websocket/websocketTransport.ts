@@ -2,6 +2,8 @@
 // and audio travels inside events, base64 in the session's encoding (PCM 24 kHz, G.711 8 kHz) —
 // decoded and framed here for the agent, and the agent's speech encoded here as fast as it is
 // synthesised. The client plays it as it arrives: its playout is kept as a timeline (playoutTimeline.ts).
+// What the client's messages cost is bounded a turn of the event loop (inboundWork.ts); a long append
+// is handled a piece at a time, in the same bound.
 import type { WebSocket } from 'ws';
 import { FRAME_SAMPLES, SAMPLE_RATE, type AudioOut } from '../../media/audio/format.js';
 import { StreamResampler, frameConverter } from '../../media/audio/resample.js';
@@ -9,8 +11,15 @@ import { WIRE_RATE, decodeWireAudio, encodeWireAudio, type AudioEncoding } from 
 import type { Session } from '../../session/session.js';
 import { bytesOnlyQuality, type AudioTally, type WireQuality } from '../callFigures.js';
 import type { EventAudio, EventAudioTransport, TransportEvents } from '../transport.js';
+import { InboundWork } from './inboundWork.js';
 import { PlayoutTimeline } from './playoutTimeline.js';
 import { websocketChannel } from './websocketChannel.js';
+
+/**
+ * An append is handled in pieces of this much base64 (≈ 1 s of PCM 24 kHz): a multiple of 8
+ * characters, so each piece decodes to whole 16-bit samples.
+ */
+const APPEND_PIECE_CHARS = 64 * 1024;
 
 /** Close codes (RFC 6455): going away (shutdown), policy (a client too slow to read), normal. */
 const CLOSE_CODE: Record<string, number> = { server_shutdown: 1001, client_too_slow: 1008 };
@@ -24,6 +33,8 @@ export class WebSocketTransport implements EventAudioTransport {
   private sendOutput: (audio: string) => void = () => {};
   private readonly playout = new PlayoutTimeline();
   private socket: WebSocket | undefined;
+  /** Where the client's messages, and the pieces of a long append, wait their turn. */
+  private inbound: InboundWork | undefined;
   private closed = false;
   private inputEncoding: AudioEncoding = 'pcm16';
   private outputEncoding: AudioEncoding = 'pcm16';
@@ -76,6 +87,7 @@ export class WebSocketTransport implements EventAudioTransport {
   /** The upgraded socket (the call was admitted before the upgrade). */
   bind(socket: WebSocket): void {
     this.socket = socket;
+    this.inbound = new InboundWork(socket);
     if (this.closed) return void socket.close(CLOSE_CODE.server_shutdown ?? 1000);
     if (this.events) this.announce();
   }
@@ -98,7 +110,19 @@ export class WebSocketTransport implements EventAudioTransport {
     }
   }
 
+  /** The first piece now; the others each in turn, before the client's next message. */
   private appendAudio(audio: string): void {
+    if (audio.length <= APPEND_PIECE_CHARS) return this.appendPiece(audio);
+    this.appendPiece(audio.slice(0, APPEND_PIECE_CHARS));
+    const rest: { bytes: number; run: () => void }[] = [];
+    for (let at = APPEND_PIECE_CHARS; at < audio.length; at += APPEND_PIECE_CHARS) {
+      const piece = audio.slice(at, at + APPEND_PIECE_CHARS);
+      rest.push({ bytes: piece.length, run: () => this.appendPiece(piece) });
+    }
+    this.inbound?.next(rest);
+  }
+
+  private appendPiece(audio: string): void {
     const wire = Buffer.from(audio, 'base64');
     const decoded = decodeWireAudio(wire, this.inputEncoding);
     this.received.bytes += wire.length;
@@ -149,9 +173,15 @@ export class WebSocketTransport implements EventAudioTransport {
     events.connected();
     // A client that does not read: its session ends rather than the node's memory growing.
     events.channel(
-      websocketChannel(socket, 'websocket', this.maxUnsentBytes, () => {
-        if (!this.closed) events.lost('client_too_slow');
-      }),
+      websocketChannel(
+        socket,
+        'websocket',
+        this.maxUnsentBytes,
+        () => {
+          if (!this.closed) events.lost('client_too_slow');
+        },
+        this.inbound!,
+      ),
     );
   }
 }

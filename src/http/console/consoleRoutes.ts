@@ -58,15 +58,20 @@ export const consoleRoutes = (services: Services): FastifyPluginAsync => async (
   const sessions = new ConsoleSessions(adminToken);
   const files = loadPageFiles(PUBLIC_DIR);
   const sendFile = (reply: FastifyReply, name: string) => reply.headers(PAGE_HEADERS).type(files.get(name)!.type).send(files.get(name)!.body);
-  const loggedIn = (req: FastifyRequest) => sessions.isValid(cookieValue(req.headers.cookie, SESSION_COOKIE));
+  const sessionOf = (req: FastifyRequest) => sessions.sessionOf(cookieValue(req.headers.cookie, SESSION_COOKIE));
+  /** A signed, unexpired session that was not logged out (on any node). */
+  const loggedIn = async (req: FastifyRequest) => {
+    const session = sessionOf(req);
+    return session !== undefined && !(await services.consoleLogouts.has(session.id));
+  };
 
   /** The data routes' guard: a session, and for a change, the page's header. */
   const requireSession = async (req: FastifyRequest) => {
-    if (!loggedIn(req)) throw new HttpError(401, shapeA('Log in to the console first.', 'console_login_required'));
+    if (!(await loggedIn(req))) throw new HttpError(401, shapeA('Log in to the console first.', 'console_login_required'));
     if (req.method !== 'GET' && req.method !== 'HEAD') requirePageRequest(req);
   };
 
-  app.get(COOKIE_PATH, { schema: hidden }, async (req, reply) => (loggedIn(req) ? sendFile(reply, 'index.html') : reply.redirect(`${COOKIE_PATH}/login`)));
+  app.get(COOKIE_PATH, { schema: hidden }, async (req, reply) => ((await loggedIn(req)) ? sendFile(reply, 'index.html') : reply.redirect(`${COOKIE_PATH}/login`)));
   app.get(`${COOKIE_PATH}/login`, { schema: hidden }, async (_req, reply) => sendFile(reply, 'login.html'));
   for (const name of files.keys()) {
     if (!name.endsWith('.html')) app.get(`${COOKIE_PATH}/assets/${name}`, { schema: hidden }, async (_req, reply) => sendFile(reply, name));
@@ -90,6 +95,10 @@ export const consoleRoutes = (services: Services): FastifyPluginAsync => async (
 
   app.post(`${COOKIE_PATH}/logout`, { schema: { ...hidden, response: { 204: Type.Null(), 403: ErrorBody } } }, async (req, reply) => {
     requirePageRequest(req);
+    // Ended for every node, not only forgotten by this browser: a copy of the cookie stops working too.
+    const session = sessionOf(req);
+    if (session) await services.consoleLogouts.add(session.id, session.expiresAt);
+    req.log.info({ reqId: req.id, ip: req.ip }, 'console: logged out');
     return reply.code(204).header('set-cookie', sessionCookie('', req.protocol === 'https')).send();
   });
 

@@ -1,6 +1,7 @@
 // The console's login and its session cookie. The password is ADMIN_TOKEN, compared in constant
-// time; a session is a signed, expiring value (no server state, so any node with the same
-// ADMIN_TOKEN accepts it), signed with a key derived from the token: a new token ends every session.
+// time; a session is a signed, expiring value (any node with the same ADMIN_TOKEN accepts it),
+// signed with a key derived from the token: a new token ends every session. A logout ends one: its
+// id is kept in the store until it expires (storage/consoleLogouts.ts).
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const SESSION_COOKIE = 'parley_console';
@@ -8,6 +9,12 @@ export const SESSION_COOKIE = 'parley_console';
 export const COOKIE_PATH = '/console';
 /** How long a login lasts. */
 export const SESSION_TTL_SECONDS = 8 * 60 * 60;
+
+export interface ConsoleSession {
+  id: string;
+  /** Unix seconds. */
+  expiresAt: number;
+}
 
 const digest = (key: Buffer | string, text: string): Buffer => createHmac('sha256', key).update(text).digest();
 
@@ -32,14 +39,18 @@ export class ConsoleSessions {
     return `${body}.${this.sign(body)}`;
   }
 
-  /** Whether a cookie value is a session this key signed and that has not expired. */
-  isValid(value: string | undefined, now = Date.now()): boolean {
-    if (!value) return false;
+  /**
+   * The session of a cookie value this key signed and that has not expired: its id (the nonce) and
+   * expiry (unix s); undefined for any other value. Whether it was logged out is the store's to say.
+   */
+  sessionOf(value: string | undefined, now = Date.now()): ConsoleSession | undefined {
+    if (!value) return undefined;
     const m = /^(\d{1,12})\.([\w-]{16})\.([\w-]{43})$/.exec(value);
-    if (!m) return false;
+    if (!m) return undefined;
     const expected = Buffer.from(this.sign(`${m[1]}.${m[2]}`));
-    if (!timingSafeEqual(Buffer.from(m[3]!), expected)) return false;
-    return Number(m[1]) * 1000 > now;
+    if (!timingSafeEqual(Buffer.from(m[3]!), expected)) return undefined;
+    const expiresAt = Number(m[1]);
+    return expiresAt * 1000 > now ? { id: m[2]!, expiresAt } : undefined;
   }
 
   private sign(body: string): string {

@@ -7,6 +7,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { TokenClaims } from '../../auth/tokens.js';
 import { looksLikeApiKey } from '../../config/apiKeyFormat.js';
 import { CallCapacityExceeded, CallLimitExceeded } from '../../calls/callManager.js';
+import { MAX_AUDIO_MESSAGE_BYTES } from '../../calls/protocol/message.js';
 import { openAiDefaultSession } from '../../calls/protocol/openaiSession.js';
 import { websocketChannel } from '../../calls/websocket/websocketChannel.js';
 import { WebSocketTransport } from '../../calls/websocket/websocketTransport.js';
@@ -19,8 +20,11 @@ import { callLimited } from '../rateLimits.js';
 import { relaySideband } from '../sidebandRelay.js';
 import { liveCallOwner } from './openai.js';
 
-/** The largest client message: a few seconds of PCM in one append, with room to spare. */
-const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+/**
+ * The largest message read at all: twice the largest the protocol takes (OpenAI's 15 MiB append), so
+ * a message over that is answered with an error event; one past this closes the socket (1009).
+ */
+const MAX_PAYLOAD_BYTES = 2 * MAX_AUDIO_MESSAGE_BYTES;
 
 /** The browser form's credential: a subprotocol `openai-insecure-api-key.<secret>`. */
 const KEY_SUBPROTOCOL = 'openai-insecure-api-key.';
@@ -58,7 +62,7 @@ async function authenticate(services: Services, req: FastifyRequest): Promise<{ 
 export const realtimeSocketRoutes = (services: Services): FastifyPluginAsync => async (app) => {
   await app.register(websocket, {
     options: {
-      maxPayload: MAX_MESSAGE_BYTES,
+      maxPayload: MAX_PAYLOAD_BYTES,
       perMessageDeflate: false,
       // OpenAI's browser form offers `realtime` beside its credential; the answer names it.
       handleProtocols: (protocols) => (protocols.has('realtime') ? 'realtime' : false),
