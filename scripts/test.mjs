@@ -8,7 +8,7 @@
 //           from dist/ (PARLEY_TEST_SERVER=dist) rather than through tsx
 //   FILE…   just those files, one at a time (servers from the sources through tsx)
 // Every run writes each file's duration to test-artifacts/durations-<tier>.jsonl and prints the
-// slowest ten. In `all`, the files of PARALLEL_FILES and the unit tests run two at a time, then the
+// slowest ten. In `all`, the files of PARALLEL_FILES and the unit tests run three at a time, then the
 // rest one at a time: those measure rates, delays and audio on a 2-core machine, so they have it to
 // themselves. One closing line counts the whole run.
 import { spawnSync } from 'node:child_process';
@@ -28,7 +28,7 @@ const FAST_FILES = ['test/openapi.test.ts', 'test/readme.test.ts', 'test/service
 
 /**
  * Files that mostly wait (on timers, restarts, other processes) and assert no rate, delay or audio
- * quality: they run two at a time, beside the unit tests, longest first (the release build alone
+ * quality: they run three at a time, beside the unit tests, longest first (the release build alone
  * takes one slot for a minute and a half). Each has its own store, Redis and ports.
  */
 const PARALLEL_FILES = [
@@ -145,7 +145,8 @@ switch (tier) {
     const missing = PARALLEL_FILES.filter((f) => !integration.includes(f));
     if (missing.length) throw new Error(`PARALLEL_FILES names files that do not exist: ${missing.join(', ')}`);
     groups = [
-      { files: [...PARALLEL_FILES, ...unitFiles], concurrency: 2 },
+      // Three at once on two cores: together they use under half of the machine (they wait).
+      { files: [...PARALLEL_FILES, ...unitFiles], concurrency: 3 },
       { files: integration.filter((f) => !PARALLEL_FILES.includes(f)), concurrency: 1 },
     ];
     break;
