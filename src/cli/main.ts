@@ -1,5 +1,6 @@
 // The `parley` command: run the service and manage its keys.
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Argument, Command, Help, type Option } from 'commander';
 import dotenv from 'dotenv';
 import { ConfigError, loadConfig, type Config } from '../config/env.js';
@@ -7,6 +8,7 @@ import type { Store } from '../auth/store.js';
 import { loadOrCreateLocalSecrets } from '../auth/localSecrets.js';
 import { coturnConfig, coturnOptionsFromConfig, managedCoturnConfig } from '../ice/coturnConfig.js';
 import { ensureDataDir } from '../system/dataDir.js';
+import { makeDevCertificate } from '../system/devCertificate.js';
 import { StartupError } from '../system/startupError.js';
 import { WEBHOOK_EVENT_TYPES, parseEventTypes } from '../config/webhookEventTypes.js';
 import { DEFAULT_WEBHOOK_EVENTS } from '../webhooks/events.js';
@@ -255,6 +257,23 @@ turn
     writeFileSync(opts.output, text, { mode: 0o600 });
     chmodSync(opts.output, 0o600);
     process.stderr.write(`wrote ${opts.output}\n`);
+  });
+
+const tls = program.command('tls').description('TLS certificates');
+tls
+  .command('dev-cert')
+  .description("make a local CA and a certificate it signs for 127.0.0.1, ::1 and localhost (development only), and print the settings that use them")
+  .option('--dir <dir>', 'where to write ca.pem, cert.pem and key.pem, replacing them (default: DATA_DIR/tls)')
+  .action((opts: { dir?: string }) => {
+    const dir = opts.dir ?? join(configWithDataDir().DATA_DIR, 'tls');
+    let made;
+    try {
+      made = makeDevCertificate(dir);
+    } catch (err) {
+      return fail((err as Error).message);
+    }
+    process.stderr.write(`wrote a development CA and a certificate for 127.0.0.1, ::1 and localhost in ${dir}\nParley's settings (environment or .env), then its clients' trust in the CA:\n`);
+    process.stdout.write(`TLS_CERT_FILE=${made.certFile}\nTLS_KEY_FILE=${made.keyFile}\nNODE_EXTRA_CA_CERTS=${made.caFile}\n`);
   });
 
 await program.parseAsync(process.argv);
