@@ -23,7 +23,8 @@ const DAYS = '825';
 export function makeDevCertificate(dir: string): DevCertificate {
   if (!onPath('openssl')) throw new Error('the openssl program is needed to sign the certificate and is not on PATH (Debian: apt-get install openssl)');
   const at = (name: string) => join(resolve(dir), name);
-  mkdirSync(resolve(dir), { recursive: true });
+  // A directory made here is its owner's only: openssl writes the keys before they are set to 0600.
+  mkdirSync(resolve(dir), { recursive: true, mode: 0o700 });
   const files = { caFile: at('ca.pem'), caKey: at('ca-key.pem'), certFile: at('cert.pem'), keyFile: at('key.pem'), request: at('cert.csr'), extensions: at('cert.ext') };
   const ecKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
   try {
