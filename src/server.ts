@@ -36,7 +36,10 @@ async function runNode(config: Config): Promise<void> {
   if (!workerIndex) await createDevelopmentKey(config, services.apiKeys);
 
   // In a worker, the port is shared with the other workers (node:cluster hands connections round).
-  await app.listen({ host: config.HOST, port: config.PORT }).catch(async (err: unknown) => {
+  // Fastify names the scheme from its own `https` option, unset when the server is Parley's own (TLS or not).
+  const scheme = config.TLS_CERT_FILE ? 'https' : 'http';
+  const listening = (address: string) => `Server listening at ${address.replace(/^https?:/, `${scheme}:`)}`;
+  await app.listen({ host: config.HOST, port: config.PORT, listenTextResolver: listening }).catch(async (err: unknown) => {
     // Everything started so far stops first (the speech engines' threads among it), then one line.
     await app.close();
     await services.close();

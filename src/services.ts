@@ -1,10 +1,8 @@
 // Wires the parts of a Parley node together from its configuration.
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
-import { ApiKeyStore } from './auth/apiKeys.js';
 import { ApiKeyCache } from './auth/keyCache.js';
-import { loadOrCreateLocalSecrets } from './auth/localSecrets.js';
-import { SigningKeyStore } from './auth/signingKeys.js';
+import { openStore, type Store } from './auth/store.js';
 import { TokenService } from './auth/tokens.js';
 import { createAgents } from './agent/agents.js';
 import type { EngineHealth } from './agent/health.js';
@@ -31,73 +29,24 @@ import { openAiProtocol } from './calls/protocol/openai.js';
 import { betaDialect } from './calls/protocol/openaiBeta.js';
 import { orgaProtocol } from './calls/protocol/orga.js';
 import type { SessionDefaults } from './session/session.js';
-import { ClientSecretSessionStore } from './storage/clientSecretSessions.js';
-import { ConsoleLogoutStore } from './storage/consoleLogouts.js';
 import { TurnKeySecrets } from './ice/turnKeySecrets.js';
 import { TurnService, type TurnHealth } from './ice/turnService.js';
 import type { Listener } from './system/outboundPolicy.js';
 import { OutboundRefused, type OutboundGuard } from './system/outboundRequest.js';
 import { StartupError } from './system/startupError.js';
 import { Teardown } from './system/teardown.js';
-import { ConversationStore } from './storage/conversations.js';
-import { openBus, type InvalidationBus } from './storage/bus.js';
-import { databaseHealth, openDatabase, type DatabaseLog, type Db, type OpenDatabase } from './storage/db.js';
-import { migrate } from './storage/migrations.js';
+import { databaseHealth } from './storage/db.js';
 import { NodeLiveness } from './storage/nodeLiveness.js';
 import { NodeStore, loadOrCreateNodeId } from './storage/nodes.js';
 import { CallWebhooks } from './webhooks/callWebhooks.js';
 import { checkWebhookUrl, configuredHttpListener, webhookGuard } from './webhooks/destinations.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
-import { WebhookEndpointStore } from './webhooks/endpoints.js';
-import { WebhookOutbox } from './webhooks/outbox.js';
 import { lostCallData, realtimeCallIncomingData } from './webhooks/payloads.js';
 import { WebhookPublisher } from './webhooks/publisher.js';
+import { webhookStoresOf, type WebhookStores } from './webhooks/stores.js';
 import { Recordings } from './recordings/recordings.js';
 
-/** Storage and key material: what the CLI needs too. */
-export interface Store {
-  db: Db;
-  database: OpenDatabase;
-  apiKeys: ApiKeyStore;
-  signingKeys: SigningKeyStore;
-  conversations: ConversationStore;
-  clientSecretSessions: ClientSecretSessionStore;
-  /** Console sessions logged out before their expiry, refused on every node. */
-  consoleLogouts: ConsoleLogoutStore;
-  turnSecrets: string[];
-  /** Where call events go (the global endpoint and each key's), and their deliveries. */
-  webhookEndpoints: WebhookEndpointStore;
-  webhookOutbox: WebhookOutbox;
-  /** Cross-node notices (Redis), so a revocation or rotation takes effect everywhere at once. */
-  bus: InvalidationBus;
-}
-
-export async function openStore(config: Config, log?: DatabaseLog): Promise<Store> {
-  const needsLocal = !config.API_KEY_PEPPER || !config.TURN_SECRETS;
-  const local = needsLocal ? loadOrCreateLocalSecrets(config.DATA_DIR) : undefined;
-  const pepper = config.API_KEY_PEPPER ?? local!.apiKeyPepper;
-  const database = await openDatabase(config.DATABASE_URL, log);
-  const { db } = database;
-  await migrate(db);
-  const signingKeys = new SigningKeyStore(db, pepper, database.availability);
-  await signingKeys.init();
-  const global = config.WEBHOOK_URL && config.WEBHOOK_SECRET ? { url: config.WEBHOOK_URL, secret: config.WEBHOOK_SECRET, events: config.WEBHOOK_EVENTS } : undefined;
-  return {
-    db,
-    database,
-    apiKeys: new ApiKeyStore(db, pepper),
-    signingKeys,
-    conversations: new ConversationStore(db),
-    clientSecretSessions: new ClientSecretSessionStore(db),
-    consoleLogouts: new ConsoleLogoutStore(db),
-    webhookEndpoints: new WebhookEndpointStore(db, pepper, global),
-    webhookOutbox: new WebhookOutbox(db),
-    bus: openBus(config.REDIS_URL),
-    turnSecrets: config.TURN_SECRETS ?? [local!.turnSecret],
-  };
-}
-
-export interface Services extends Store {
+export interface Services extends Store, WebhookStores {
   config: Config;
   keyCache: ApiKeyCache;
   tokens: TokenService;
@@ -167,8 +116,9 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     teardown.add('STUN server', () => stun.close());
     log.info({ stun: stun.address }, 'embedded STUN server listening');
   }
-  const store = await openStore(config, log);
-  teardown.add('database', () => store.db.destroy());
+  const opened = await openStore(config, log);
+  teardown.add('database', () => opened.db.destroy());
+  const store = { ...opened, ...webhookStoresOf(opened, config) };
   teardown.add('Redis bus', () => store.bus.close());
   const metrics = new Metrics();
   const turn = await TurnService.start(config, store.turnSecrets, log, (url, up) => metrics.turnUp.set({ url }, up ? 1 : 0), role);
@@ -354,7 +304,7 @@ function admissionOf(config: Config, metrics: Metrics): Admission {
 }
 
 /** The webhook deliveries (the dispatcher started) and the publisher that writes their events. */
-async function startWebhooks(config: Config, store: Store, guard: OutboundGuard, metrics: Metrics, log: FastifyBaseLogger, teardown: Teardown): Promise<WebhookPublisher> {
+async function startWebhooks(config: Config, store: Store & WebhookStores, guard: OutboundGuard, metrics: Metrics, log: FastifyBaseLogger, teardown: Teardown): Promise<WebhookPublisher> {
   if (config.WEBHOOK_URL) await checkGlobalWebhookUrl(config.WEBHOOK_URL, guard, log);
   await store.webhookEndpoints.syncGlobal();
   const dispatcher = new WebhookDispatcher(

@@ -8,9 +8,9 @@ import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry, type PrometheusContentType } from 'prom-client';
 import type { Logger } from 'pino';
 import type { Config } from './config/env.js';
+import { openStore } from './auth/store.js';
 import { TurnService } from './ice/turnService.js';
 import { answerMetricsRequests } from './observability/clusterMetrics.js';
-import { openStore } from './services.js';
 import { createDevelopmentKey, printReady } from './startup.js';
 import { loadOrCreateNodeId } from './storage/nodes.js';
 

@@ -1,8 +1,11 @@
 // The `parley` CLI: keys create / list / revoke against the store a server uses.
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { promisify } from 'node:util';
 import { PARLEY, http, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
@@ -132,5 +135,53 @@ test('a DATA_DIR that is not a usable directory is one line naming the setting a
     });
     assert.equal(out.code, 1, args.join(' '));
     assert.equal(out.stderr, `parley: DATA_DIR=${file}: ${file} is not a directory; set DATA_DIR to a directory this user (uid ${process.getuid!()}) can write, or fix its permissions\n`);
+  }
+});
+
+const PROBE = new URL('./helpers/serviceProbe.mjs', import.meta.url).href;
+
+/** Runs `node --import serviceProbe …args` and returns what the probe noted (spawns, ports bound, the service's modules loaded). */
+async function probed(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; noted: string[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'parley-probe-'));
+  const file = join(dir, 'noted');
+  writeFileSync(file, '');
+  try {
+    const code = await promisify(execFile)(process.execPath, ['--import', PROBE, ...args], { env: { ...env, PARLEY_PROBE_FILE: file } }).then(
+      () => 0,
+      (e: { code: number }) => e.code,
+    );
+    return { code, noted: readFileSync(file, 'utf8').split('\n').filter(Boolean) };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('the probe sees a spawned process, a bound port and the service loaded', async () => {
+  const script = "require('node:child_process').execFileSync('true'); require('node:net').createServer().listen(0, '127.0.0.1', function () { this.close(); });";
+  const r = await probed(['-e', script], server.env);
+  assert.equal(r.code, 0);
+  assert.deepEqual(r.noted, ['execFileSync true', 'listen']);
+  const serve = await probed([...PARLEY, 'serve'], { ...server.env, PORT: 'eighty' });
+  assert.equal(serve.code, 2, 'a bad setting stops serve once its modules are loaded');
+  assert.ok(serve.noted.some((line) => /\/(server|services)\.(ts|js)$/.test(line)), serve.noted.join('\n'));
+});
+
+test('store commands open the store and nothing of the service; --version and --help open nothing', async (t) => {
+  const commands = [['keys', 'list'], ['webhooks', 'list'], ['webhooks', 'deliveries'], ['--version'], ['--help'], ['keys', '--help']];
+  for (const args of commands) {
+    const r = await probed([...PARLEY, ...args], server.env);
+    assert.equal(r.code, 0, args.join(' '));
+    assert.deepEqual(r.noted, [], `parley ${args.join(' ')}: no process spawned, no port bound, no service module loaded`);
+  }
+  // Measured, not asserted: the wall time a user waits, median of 3 runs each.
+  for (const args of [['keys', 'list'], ['--version'], ['webhooks', 'list']]) {
+    const times: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const started = performance.now();
+      const r = await server.cli(...args);
+      times.push(performance.now() - started);
+      assert.equal(r.code, 0, r.stderr);
+    }
+    t.diagnostic(`parley ${args.join(' ')}: median ${Math.round(times.sort((a, b) => a - b)[1]!)} ms of ${times.map(Math.round).join(', ')} (${PARLEY.join(' ')})`);
   }
 });

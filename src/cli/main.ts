@@ -1,17 +1,20 @@
 // The `parley` command: run the service and manage its keys.
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Argument, Command, Help, type Option } from 'commander';
 import dotenv from 'dotenv';
 import { ConfigError, loadConfig, type Config } from '../config/env.js';
-import type { Store } from '../services.js';
+import type { Store } from '../auth/store.js';
 import { loadOrCreateLocalSecrets } from '../auth/localSecrets.js';
 import { coturnConfig, coturnOptionsFromConfig, managedCoturnConfig } from '../ice/coturnConfig.js';
 import { ensureDataDir } from '../system/dataDir.js';
+import { makeDevCertificate } from '../system/devCertificate.js';
 import { StartupError } from '../system/startupError.js';
 import { WEBHOOK_EVENT_TYPES, parseEventTypes } from '../config/webhookEventTypes.js';
 import { DEFAULT_WEBHOOK_EVENTS } from '../webhooks/events.js';
 import { checkWebhookUrl, configuredHttpListener, webhookGuard } from '../webhooks/destinations.js';
 import { NodeStore } from '../storage/nodes.js';
+import { webhookStoresOf } from '../webhooks/stores.js';
 
 dotenv.config();
 
@@ -41,8 +44,9 @@ function configWithDataDir(): Config {
 }
 
 async function withStore<T>(fn: (store: Store, cfg: Config) => Promise<T>): Promise<T> {
-  // Loaded on use: the service's modules (WebRTC stacks, storage drivers) take seconds to load.
-  const { openStore } = await import('../services.js');
+  // Loaded on use, so --version and --help load no storage driver; the store alone, never the
+  // service's modules (speech engines, WebRTC stacks), which take seconds to load.
+  const { openStore } = await import('../auth/store.js');
   const cfg = configWithDataDir();
   const store = await openStore(cfg);
   try {
@@ -173,7 +177,7 @@ webhooks
       } catch (err) {
         return fail(`--url: ${(err as Error).message}`);
       }
-      const { endpoint, secret } = await store.webhookEndpoints.add(opts.key, url.toString(), events);
+      const { endpoint, secret } = await webhookStoresOf(store, cfg).webhookEndpoints.add(opts.key, url.toString(), events);
       process.stdout.write(`id:     ${endpoint.id}\nkey:    ${endpoint.apiKeyId}\nurl:    ${endpoint.url}\nevents: ${endpoint.events.join(',')}\nsecret: ${secret}\n`);
       process.stderr.write('Store the secret now (your receiver verifies signatures with it): Parley cannot show it again.\n');
     }),
@@ -184,8 +188,8 @@ webhooks
   .option('--key <id>', "only this API key's")
   .option('--json', 'print JSON')
   .action(async (opts: { key?: string; json?: boolean }) =>
-    withStore(async (store) => {
-      const list = await store.webhookEndpoints.list(opts.key);
+    withStore(async (store, cfg) => {
+      const list = await webhookStoresOf(store, cfg).webhookEndpoints.list(opts.key);
       if (opts.json) return void process.stdout.write(JSON.stringify(list, null, 2) + '\n');
       process.stdout.write(['ID', 'KEY', 'URL', 'EVENTS', 'STATUS'].join('\t') + '\n');
       for (const e of list) {
@@ -199,8 +203,8 @@ webhooks
   .description('remove an endpoint; its undelivered events are dropped')
   .argument('<id>', 'endpoint id (from webhooks list)')
   .action(async (id: string) =>
-    withStore(async (store) => {
-      if (!(await store.webhookEndpoints.remove(id))) {
+    withStore(async (store, cfg) => {
+      if (!(await webhookStoresOf(store, cfg).webhookEndpoints.remove(id))) {
         return fail(id === 'global' ? 'the global endpoint comes from WEBHOOK_URL: unset it to remove it' : `no webhook endpoint with id ${id}`);
       }
       process.stdout.write(`removed ${id}\n`);
@@ -213,10 +217,10 @@ webhooks
   .option('--limit <n>', 'at most this many', '50')
   .option('--json', 'print JSON (payloads included)')
   .action(async (opts: { key?: string; limit: string; json?: boolean }) =>
-    withStore(async (store) => {
+    withStore(async (store, cfg) => {
       const limit = Number(opts.limit);
       if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) return fail(`--limit: expected an integer from 1 to 10000, got "${opts.limit}"`);
-      const list = await store.webhookOutbox.list({ ...(opts.key ? { apiKeyId: opts.key } : {}), limit });
+      const list = await webhookStoresOf(store, cfg).webhookOutbox.list({ ...(opts.key ? { apiKeyId: opts.key } : {}), limit });
       if (opts.json) return void process.stdout.write(JSON.stringify(list, null, 2) + '\n');
       process.stdout.write(['EVENT', 'TYPE', 'URL', 'STATUS', 'ATTEMPTS', 'LAST CODE', 'NEXT ATTEMPT', 'LAST ERROR'].join('\t') + '\n');
       for (const d of list) {
@@ -253,6 +257,23 @@ turn
     writeFileSync(opts.output, text, { mode: 0o600 });
     chmodSync(opts.output, 0o600);
     process.stderr.write(`wrote ${opts.output}\n`);
+  });
+
+const tls = program.command('tls').description('TLS certificates');
+tls
+  .command('dev-cert')
+  .description("make a local CA and a certificate it signs for 127.0.0.1, ::1 and localhost (development only), and print the settings that use them")
+  .option('--dir <dir>', 'where to write ca.pem, cert.pem and key.pem, replacing them (default: DATA_DIR/tls)')
+  .action((opts: { dir?: string }) => {
+    const dir = opts.dir ?? join(configWithDataDir().DATA_DIR, 'tls');
+    let made;
+    try {
+      made = makeDevCertificate(dir);
+    } catch (err) {
+      return fail((err as Error).message);
+    }
+    process.stderr.write(`wrote a development CA and a certificate for 127.0.0.1, ::1 and localhost in ${dir}\nParley's settings (environment or .env), then its clients' trust in the CA:\n`);
+    process.stdout.write(`TLS_CERT_FILE=${made.certFile}\nTLS_KEY_FILE=${made.keyFile}\nNODE_EXTRA_CA_CERTS=${made.caFile}\n`);
   });
 
 await program.parseAsync(process.argv);
