@@ -1,10 +1,13 @@
 // The container files, read by real parsers since no container engine runs in CI: the Dockerfile
 // (dockerfile-ast, the parser of VS Code's Docker language server) has only instructions Docker
 // knows, COPY sources that exist (or that the build stage makes), well-formed ENV settings that are
-// Parley's, and a HEALTHCHECK; compose.yaml (yaml) names only files, volumes, secrets and services
+// Parley's, and a HEALTHCHECK whose command works against a local server; compose.yaml (yaml) names only files, volumes, secrets and services
 // that exist, has well-formed healthchecks, and takes PostgreSQL's password in one place.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join, posix, resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import { DockerfileParser, type Dockerfile } from 'dockerfile-ast';
@@ -110,6 +113,20 @@ describe('Dockerfile', () => {
     const command = execForm(raw.replace(/^CMD\s+/, ''));
     assert.equal(command?.[0], 'node', 'the slim image has node, not curl');
     assert.match(command!.join(' '), /\/healthz/);
+  });
+
+  test("the HEALTHCHECK's command exits 0 while /healthz answers 200 at PORT, and 1 once nothing listens", async () => {
+    const command = execForm(dockerfile.getHEALTHCHECKs()[0]!.getRawArgumentsContent()!.replace(/^CMD\s+/, ''))!;
+    const server = createServer((req, res) => res.writeHead(req.url === '/healthz' ? 200 : 404).end('{}'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const env = { ...process.env, PORT: String((server.address() as AddressInfo).port) };
+    const exitCode = () => new Promise<number>((r) => execFile(command[0]!, command.slice(1), { env }, (err) => r(err ? Number(err.code) : 0)));
+    try {
+      assert.equal(await exitCode(), 0);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+    assert.equal(await exitCode(), 1);
   });
 
   test('state and recordings are volumes the final stage makes and gives to its user', () => {
