@@ -18,7 +18,9 @@ else
   cd "$root"
 fi
 
-# onnxruntime-node's install script would fetch CUDA libraries (its CPU runtime ships in the package).
+# onnxruntime-node's install script would fetch CUDA libraries (its CPU runtime ships in the package):
+# package.json's allowScripts denies it; the variable does the same for an npm older than that field
+# (the container's base image brings its own npm).
 export ONNXRUNTIME_NODE_INSTALL=skip
 npm ci --loglevel=error --no-audit --no-fund
 npm run build --silent

@@ -45,6 +45,8 @@ try {
   process.exit(1);
 }
 
+// The first `npm start` waits on this: say what it is.
+console.error('build: compiling src/ to dist/ with tsc (a few seconds; `npm start` repeats it only when src/ changes)');
 rmSync(dist, { recursive: true, force: true });
 const result = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
 if (result.status !== 0) {

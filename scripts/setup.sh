@@ -24,16 +24,20 @@ apt_install() {
       echo "setup: please install these Debian packages: ${missing[*]} (sudo apt-get install ${missing[*]})" >&2; exit 1
     fi
   fi
-  echo "setup: installing ${missing[*]}" >&2
+  echo "setup: installing the Debian packages ${missing[*]} (apt-get: usually a minute or two)" >&2
   $sudo apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 need_node
 # onnxruntime-node's install script would fetch CUDA libraries from NuGet (its CPU runtime, all Parley
-# uses, ships in the package); the environment tells it not to. Warnings are left out: the only ones
-# are dev dependencies (the test clients) declaring Node 22 while the suite shows they run on 20.
-[ -d node_modules ] || ONNXRUNTIME_NODE_INSTALL=skip npm ci --loglevel=error
+# uses, ships in the package): package.json's allowScripts denies it, and the variable does the same
+# for an npm older than that field. Warnings are left out: the only ones are dependencies declaring
+# Node 22 while the suite shows they run on 20.
+if [ ! -d node_modules ]; then
+  echo "setup: installing the npm packages (npm ci: a minute or two, most of it compiling better-sqlite3)" >&2
+  ONNXRUNTIME_NODE_INSTALL=skip npm ci --loglevel=error
+fi
 
 # The built-in voice agent: speech recognition (PocketSphinx) and synthesis (flite, espeak-ng).
 apt_install pocketsphinx pocketsphinx-en-us flite espeak-ng

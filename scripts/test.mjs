@@ -24,7 +24,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
 
 /** Integration tests that start no browser, no SIP user agent, no cluster and no release: test:fast. */
-const FAST_FILES = ['test/openapi.test.ts', 'test/readme.test.ts', 'test/services-startup.test.ts'].map((f) => join(root, f));
+const FAST_FILES = ['test/container-files.test.ts', 'test/openapi.test.ts', 'test/readme.test.ts', 'test/services-startup.test.ts'].map((f) => join(root, f));
 
 /**
  * Files that mostly wait (on timers, restarts, other processes) and assert no rate, delay or audio
@@ -35,7 +35,7 @@ const PARALLEL_FILES = [
   'build', 'first-start', 'webhook-destinations', 'webhooks', 'turn-relay', 'http-limits', 'turn-relay-abuse', 'revocation', 'outage',
   'reconcile', 'tokens', 'cli', 'console', 'nodes', 'rate-limits', 'admission', 'workers', 'postgres', 'contract',
   'stun', 'sip-routing-nodes', 'offer-fuzz', 'candidates', 'ice', 'services-startup', 'openapi', 'readme',
-  'recording-limits', 'data-dir', 'sideband-limits',
+  'recording-limits', 'data-dir', 'sideband-limits', 'container-files',
 ].map((name) => join(root, 'test', `${name}.test.ts`));
 
 const listTests = (dir) =>

@@ -14,7 +14,11 @@ import { LOOPBACK_SERVER_ENV, http, mintToken } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const DEV_DEPENDENCIES = Object.keys((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies);
+/** The dev dependencies production does not also need (yaml, for one, is @fastify/swagger's too): the lockfile marks those dev. */
+const LOCK = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+const DEV_DEPENDENCIES = Object.keys((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies).filter(
+  (name) => LOCK.packages[`node_modules/${name}`]?.dev,
+);
 
 /** This process's environment less what would hand the children tsx or the test runner's state. */
 function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {

@@ -2,15 +2,17 @@
 // and a ready line that says what to open; that address serves the demo in a browser on a loopback
 // bind, and describes the service on a public one; logs are readable lines at a terminal and JSON
 // otherwise (or with LOG_FORMAT=json), with the development key and tokens in neither; a port in use
-// is one line naming the setting.
+// (PORT, STUN_PORT, TURN_PORT, INTERNAL_PORT, SIP_PORT, SIP_TLS_PORT) is one line naming the setting.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { createSocket } from 'node:dgram';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { launchBrowser } from './helpers/browser.ts';
+import { makeCertificate } from './helpers/tls.ts';
 import { PARLEY, http, startServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
@@ -194,23 +196,67 @@ describe('logs', () => {
 });
 
 describe('a port in use', () => {
-  test('one line naming the port and the setting, exit code 1, no stack trace', async () => {
-    const holder = createServer();
-    await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
-    const port = (holder.address() as { port: number }).port;
-    const dataDir = mkdtempSync(join(tmpdir(), 'parley-port-'));
-    try {
-      const proc = spawn(process.execPath, [...PARLEY, 'serve'], { cwd: ROOT, env: serverEnv(dataDir, { PORT: String(port), LOG_LEVEL: 'warn' }), stdio: ['ignore', 'pipe', 'pipe'] });
-      let stderr = '';
-      proc.stderr!.on('data', (d) => (stderr += d));
-      const code = await new Promise<number | null>((r) => proc.on('exit', (c) => r(c)));
-      assert.equal(code, 1);
-      const lines = stderr.trim().split('\n');
-      assert.equal(lines.at(-1), `parley: Parley cannot listen on 127.0.0.1:${port}: the port is in use; change PORT, or stop what holds it`);
-      assert.doesNotMatch(stderr, /^\s+at |FATAL|Error:/m, 'no stack trace');
-    } finally {
-      holder.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  });
+  /** Each port setting: what holds its port (the first kind its listener binds), the settings that start it, and the line. */
+  const cases: { setting: string; holds: 'udp' | 'tcp'; env: (port: number, dir: string) => Record<string, string>; line: (port: number) => string }[] = [
+    { setting: 'PORT', holds: 'tcp', env: (port) => ({ PORT: String(port) }), line: (port) => `Parley cannot listen on 127.0.0.1:${port}: the port is in use; change PORT, or stop what holds it` },
+    {
+      setting: 'STUN_PORT',
+      holds: 'udp',
+      env: (port) => ({ STUN_PORT: String(port) }),
+      line: (port) => `the embedded STUN server cannot listen on 127.0.0.1:${port}: the port is in use (by another STUN/TURN server such as coturn?); change STUN_PORT (or set STUN_ENABLED=false), or stop what holds it`,
+    },
+    {
+      setting: 'TURN_PORT',
+      holds: 'tcp',
+      env: (port) => ({ TURN_PORT: String(port) }),
+      line: (port) => `Parley's TURN server (coturn) cannot listen on 127.0.0.1:${port}: the port is in use (by another TURN server?); change TURN_PORT (or TURN_URLS, or TURN_ENABLED=false), or stop what holds it`,
+    },
+    {
+      setting: 'INTERNAL_PORT',
+      holds: 'tcp',
+      env: (port) => ({ INTERNAL_PORT: String(port) }),
+      line: (port) => `the node-to-node listener cannot listen on 127.0.0.1:${port}: the port is in use; change INTERNAL_PORT (or INTERNAL_HOST), or stop what holds it`,
+    },
+    { setting: 'SIP_PORT', holds: 'udp', env: (port) => ({ SIP_PORT: String(port) }), line: (port) => `SIP cannot listen on 127.0.0.1:${port}: the port is in use; change SIP_PORT (or SIP_HOST), or stop what holds it` },
+    {
+      setting: 'SIP_TLS_PORT',
+      holds: 'tcp',
+      env: (port, dir) => {
+        const { cert, key } = makeCertificate(dir);
+        return { SIP_PORT: '0', SIP_TLS_PORT: String(port), TLS_CERT_FILE: cert, TLS_KEY_FILE: key };
+      },
+      line: (port) => `SIP over TLS cannot listen on 127.0.0.1:${port}: the port is in use; change SIP_TLS_PORT, or stop what holds it`,
+    },
+  ];
+
+  for (const { setting, holds, env, line } of cases) {
+    test(`${setting}: one line naming the port and the setting, exit code 1, no stack trace`, async () => {
+      const holder = await holdPort(holds);
+      const dataDir = mkdtempSync(join(tmpdir(), 'parley-port-'));
+      try {
+        const proc = spawn(process.execPath, [...PARLEY, 'serve'], { cwd: ROOT, env: serverEnv(dataDir, { LOG_LEVEL: 'warn', ...env(holder.port, dataDir) }), stdio: ['ignore', 'pipe', 'pipe'] });
+        let stderr = '';
+        proc.stderr!.on('data', (d) => (stderr += d));
+        const code = await new Promise<number | null>((r) => proc.on('exit', (c) => r(c)));
+        assert.equal(code, 1, stderr);
+        assert.equal(stderr.trim().split('\n').at(-1), `parley: ${line(holder.port)}`);
+        assert.doesNotMatch(stderr, /^\s+at |FATAL|Error:/m, 'no stack trace');
+      } finally {
+        await holder.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    });
+  }
 });
+
+/** Holds a port on 127.0.0.1 (the kernel's pick) with a UDP socket or a TCP listener. */
+async function holdPort(kind: 'udp' | 'tcp'): Promise<{ port: number; close: () => Promise<void> }> {
+  if (kind === 'udp') {
+    const udp = createSocket('udp4');
+    await new Promise<void>((r) => udp.bind(0, '127.0.0.1', r));
+    return { port: udp.address().port, close: () => new Promise<void>((r) => udp.close(() => r())) };
+  }
+  const tcp = createServer();
+  await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));
+  return { port: (tcp.address() as { port: number }).port, close: () => new Promise<void>((r) => tcp.close(() => r())) };
+}

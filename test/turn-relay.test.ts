@@ -416,7 +416,7 @@ describe("Parley's own coturn (the default: TURN_URLS unset)", () => {
   });
 
   test('a TURN_PORT already taken stops the start with a clear message', async () => {
-    await assert.rejects(startServer({ TURN_PORT: String(coturn.port) }), /cannot listen on port \d+: it is in use/);
+    await assert.rejects(startServer({ TURN_PORT: String(coturn.port) }), /parley: Parley's TURN server \(coturn\) cannot listen on [\d.]+:\d+: the port is in use \(by another TURN server\?\); change TURN_PORT/);
   });
 });
 

@@ -6,9 +6,10 @@
 // every call for seconds.
 import { join } from 'node:path';
 import type { Config } from '../config/env.js';
+import { bindFailure } from '../system/startupError.js';
 import { managedCoturnConfig, managedTurnServers, turnBindAddress } from './coturnConfig.js';
 import { CoturnProcess, type Log } from './coturnProcess.js';
-import { freePort, isPortFree } from './ports.js';
+import { bindError, freePort } from './ports.js';
 import { mintTurnCredential } from './turnCredentials.js';
 import { allocateRelay } from './turnProbe.js';
 import { parseTurnUrl, type TurnAddress } from './turnUrl.js';
@@ -103,9 +104,9 @@ export class TurnService {
     }
     const bind = turnBindAddress(settings);
     const port = settings.TURN_PORT || (await freePort(bind));
-    if (settings.TURN_PORT && !(await isPortFree(bind, port))) {
-      throw new Error(`Parley's TURN server (coturn) cannot listen on port ${port}: it is in use (another TURN server?); set TURN_PORT, TURN_URLS or TURN_ENABLED=false`);
-    }
+    // Said here, in one line at start, rather than only in coturn's log.
+    const held = settings.TURN_PORT ? await bindError(bind, port) : undefined;
+    if (held) throw bindFailure(held, "Parley's TURN server (coturn)", bind, port, 'TURN_PORT (or TURN_URLS, or TURN_ENABLED=false)', ' (by another TURN server?)');
     const managed = managedTurnServers(settings, port).map((s) => ({ ...s, up: false, checkedAt: null, error: null }));
     const service = new TurnService(managed, settings, secrets[0]!, log, onHealth);
     await service.startCoturn(managedCoturnConfig(settings, secrets, port));

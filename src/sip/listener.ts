@@ -41,6 +41,18 @@ export interface SipListenerOptions {
   log: FastifyBaseLogger;
 }
 
+/** A port the listener could not open: SIP's own (UDP, and TCP on the same port) or the TLS one. */
+export class SipBindError extends Error {
+  constructor(
+    readonly which: 'sip' | 'tls',
+    readonly host: string,
+    readonly port: number,
+    cause: unknown,
+  ) {
+    super(`SIP (${which}) cannot listen on ${host}:${port}: ${(cause as Error).message}`, { cause });
+  }
+}
+
 export class SipListener {
   private readonly udp: UdpSocket;
   private readonly tcp: Server;
@@ -103,21 +115,22 @@ export class SipListener {
   private async listen(): Promise<void> {
     const { host, port } = this.opts;
     const udpPort = await new Promise<number>((resolve, reject) => {
-      this.udp.once('error', reject);
+      this.udp.once('error', (err) => reject(new SipBindError('sip', host, port, err)));
       // Exclusive: in a cluster worker, the socket is this process's own, not one shared through the primary.
       this.udp.bind({ port, address: host, exclusive: true }, () => resolve(this.udp.address().port));
     });
     // TCP on the same port (the one a trunk is told), even when UDP's was picked at random.
     await new Promise<void>((resolve, reject) => {
-      this.tcp.once('error', reject);
+      this.tcp.once('error', (err) => reject(new SipBindError('sip', host, udpPort, err)));
       this.tcp.listen(udpPort, host, () => resolve());
     });
     this.listening = { udp: udpPort, tcp: udpPort };
     const tls = this.tls;
     if (tls) {
+      const tlsPort = this.opts.tls!.port;
       await new Promise<void>((resolve, reject) => {
-        tls.once('error', reject);
-        tls.listen(this.opts.tls!.port, host, () => resolve());
+        tls.once('error', (err) => reject(new SipBindError('tls', host, tlsPort, err)));
+        tls.listen(tlsPort, host, () => resolve());
       });
       this.listening.tls = (tls.address() as { port: number }).port;
     }

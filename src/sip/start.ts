@@ -7,8 +7,10 @@ import type { Config } from '../config/env.js';
 import type { Services } from '../services.js';
 import { openRateLimitStore } from '../storage/openRateLimitStore.js';
 import { blockList } from '../system/cidr.js';
+import { StartupError, bindFailure } from '../system/startupError.js';
 import { AuthBackoff } from './authBackoff.js';
 import { DigestAuth } from './digest.js';
+import { SipBindError } from './listener.js';
 import { SipServer } from './sipServer.js';
 
 export interface SipDoor {
@@ -21,7 +23,7 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
   const host = config.SIP_HOST || config.HOST;
   const wildcard = host === '0.0.0.0' || host === '::';
   // Our SDP must name an address the caller's RTP can reach: a wildcard names none.
-  if (wildcard && !config.ICE_PUBLIC_IP) throw new Error(`SIP binds ${host}: set SIP_HOST to an address callers reach, or ICE_PUBLIC_IP, for the SDP answers to announce`);
+  if (wildcard && !config.ICE_PUBLIC_IP) throw new StartupError(`SIP binds ${host}: set SIP_HOST to an address callers reach, or ICE_PUBLIC_IP, for the SDP answers to announce`);
   // INVITEs are counted where the HTTP limits are (Redis across nodes, else this process).
   const limits = config.RATE_LIMIT_SIP_INVITES_PER_IP ? await openRateLimitStore(config, deps.log) : undefined;
   const started = SipServer.start({
@@ -52,7 +54,10 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
   });
   const server = await started.catch(async (err: Error) => {
     await limits?.close();
-    throw err;
+    if (!(err instanceof SipBindError)) throw err;
+    throw err.which === 'tls'
+      ? bindFailure(err.cause, 'SIP over TLS', err.host, err.port, 'SIP_TLS_PORT')
+      : bindFailure(err.cause, 'SIP', err.host, err.port, 'SIP_PORT (or SIP_HOST)');
   });
   deps.log.info({ sip: server.ports }, 'SIP front door listening');
   return {
