@@ -7,7 +7,6 @@
 //
 //   node --import tsx bench/sip-floods.ts [--parley /tmp/before/src/cli/main.ts] [--env KEY=VALUE …]
 import { spawn } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
 import { createSocket } from 'node:dgram';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
@@ -17,6 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import { freePort } from '../test/helpers/baresip.ts';
+import { G711_OFFER, G729_ONLY_OFFER, digestAuthorization, sipRequest, sipStatus, type SipRequestOptions } from '../test/helpers/rawSip.ts';
 import { LOOPBACK_SERVER_ENV } from '../test/helpers/server.ts';
 
 const { values } = parseArgs({
@@ -27,10 +27,7 @@ const { values } = parseArgs({
 });
 
 const USERS = { alice: 'correct-horse-battery', bob: 'tr0ub4dor-and-3' };
-const G711 = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 0\r\n';
-const G729_ONLY = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 18\r\na=rtpmap:18 G729/8000\r\n';
-const md5 = (s: string) => createHash('md5').update(s).digest('hex');
-const statusOf = (answer: string | undefined) => (answer ? Number(/^SIP\/2\.0 (\d{3})/.exec(answer)?.[1]) : 'none');
+const statusOf = (answer: string | undefined) => sipStatus(answer) ?? 'none';
 
 const sipPort = await freePort();
 const dataDir = mkdtempSync(join(tmpdir(), 'parley-bench-sip-floods-'));
@@ -48,32 +45,8 @@ const { baseUrl, devKey } = await new Promise<{ baseUrl: string; devKey: string 
   });
 });
 
-function request(method: string, via: string, opts: { user?: string; body?: string; headers?: string[] } = {}): string {
-  const body = opts.body ?? '';
-  const user = opts.user ?? 'alice';
-  return [
-    `${method} sip:agent@127.0.0.1:${sipPort} SIP/2.0`,
-    `Via: SIP/2.0/${via};branch=z9hG4bK${randomBytes(6).toString('hex')};rport`,
-    'Max-Forwards: 70',
-    `From: <sip:${user}@127.0.0.1>;tag=${randomBytes(4).toString('hex')}`,
-    'To: <sip:agent@127.0.0.1>',
-    `Call-ID: ${randomBytes(8).toString('hex')}`,
-    `CSeq: 1 ${method}`,
-    `Contact: <sip:${user}@${via.split(' ')[1]}>`,
-    ...(opts.headers ?? []),
-    ...(body ? ['Content-Type: application/sdp'] : []),
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    '',
-    body,
-  ].join('\r\n');
-}
-
-function authorization(challenge: string, user: string, password: string): string {
-  const nonce = /nonce="([^"]+)"/.exec(challenge)![1]!;
-  const uri = `sip:agent@127.0.0.1:${sipPort}`;
-  const response = md5(`${md5(`${user}:parley:${password}`)}:${nonce}:00000001:abc:auth:${md5(`INVITE:${uri}`)}`);
-  return `Authorization: Digest username="${user}", realm="parley", nonce="${nonce}", uri="${uri}", response="${response}", algorithm=MD5, qop=auth, nc=00000001, cnonce="abc"`;
-}
+const request = (method: string, via: string, opts: Omit<SipRequestOptions, 'via'> = {}) => sipRequest(sipPort, method, { ...opts, via });
+const authorization = (challenge: string, user: string, password: string) => digestAuthorization(sipPort, challenge, user, password);
 
 /** Sends `text` over UDP from `source` and resolves with its final answer (undefined after `waitMs`). */
 async function udp(source: string, make: (via: string) => string, waitMs = 5000): Promise<string | undefined> {
@@ -142,10 +115,10 @@ try {
   for (const s of flood) s.destroy();
 
   // 2. 30 INVITEs answered and never ACKed.
-  const challenge = (await udp('127.0.0.1', (via) => request('INVITE', via, { body: G711 })))!;
+  const challenge = (await udp('127.0.0.1', (via) => request('INVITE', via, { body: G711_OFFER })))!;
   const auth = authorization(challenge, 'alice', USERS.alice);
   const started = performance.now();
-  const answers = await Promise.all(Array.from({ length: 30 }, () => udp('127.0.0.1', (via) => request('INVITE', via, { body: G711, headers: [auth] }), 10_000)));
+  const answers = await Promise.all(Array.from({ length: 30 }, () => udp('127.0.0.1', (via) => request('INVITE', via, { body: G711_OFFER, headers: [auth] }), 10_000)));
   const tally = new Map<string | number, number>();
   for (const a of answers) tally.set(statusOf(a), (tally.get(statusOf(a)) ?? 0) + 1);
   let session = await webSocketSession();
@@ -161,12 +134,12 @@ try {
   const wrong = new Map<string | number, number>();
   for (let i = 0; i < 20; i++) {
     const source = `127.0.0.${10 + i}`;
-    const c = (await udp(source, (via) => request('INVITE', via, { user: 'bob', body: G729_ONLY })))!;
-    const s = statusOf(await udp(source, (via) => request('INVITE', via, { user: 'bob', body: G729_ONLY, headers: [authorization(c, 'bob', `guess-${i}`)] })));
+    const c = (await udp(source, (via) => request('INVITE', via, { user: 'bob', body: G729_ONLY_OFFER })))!;
+    const s = statusOf(await udp(source, (via) => request('INVITE', via, { user: 'bob', body: G729_ONLY_OFFER, headers: [authorization(c, 'bob', `guess-${i}`)] })));
     wrong.set(s, (wrong.get(s) ?? 0) + 1);
   }
-  const c = (await udp('127.0.0.40', (via) => request('INVITE', via, { user: 'bob', body: G729_ONLY })))!;
-  const right = statusOf(await udp('127.0.0.40', (via) => request('INVITE', via, { user: 'bob', body: G729_ONLY, headers: [authorization(c, 'bob', USERS.bob)] })));
+  const c = (await udp('127.0.0.40', (via) => request('INVITE', via, { user: 'bob', body: G729_ONLY_OFFER })))!;
+  const right = statusOf(await udp('127.0.0.40', (via) => request('INVITE', via, { user: 'bob', body: G729_ONLY_OFFER, headers: [authorization(c, 'bob', USERS.bob)] })));
   console.log(`passwords: 20 wrong ones for bob from 20 addresses → ${JSON.stringify(Object.fromEntries(wrong))}; then the right one → ${right} (488: admitted, no G.729)`);
 } finally {
   proc.kill('SIGTERM');

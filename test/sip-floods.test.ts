@@ -4,12 +4,12 @@
 // 127.x address reaches it). The OPTIONS answer of another address is asserted within 2 s, and the
 // trickling connection is not closed before its idle timeout; the rest only waits for answers.
 import assert from 'node:assert/strict';
-import { createHash, randomBytes } from 'node:crypto';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { freePort } from './helpers/baresip.ts';
+import { G711_OFFER, G729_ONLY_OFFER, digestAuthorization, sipRequest, sipStatus, type SipRequestOptions } from './helpers/rawSip.ts';
 import { startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
@@ -34,37 +34,10 @@ before(async () => {
 
 after(() => server?.stop());
 
-const G711 = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 0\r\n';
-const G729_ONLY = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 18\r\na=rtpmap:18 G729/8000\r\n';
-const statusOf = (answer: string) => Number(/^SIP\/2\.0 (\d{3})/.exec(answer)?.[1]);
+const statusOf = sipStatus;
 
-function request(method: string, via: string, opts: { user?: string; body?: string; headers?: string[] } = {}): string {
-  const body = opts.body ?? '';
-  return [
-    `${method} sip:agent@127.0.0.1:${sipPort} SIP/2.0`,
-    `Via: SIP/2.0/${via};branch=z9hG4bK${randomBytes(6).toString('hex')};rport`,
-    'Max-Forwards: 70',
-    `From: <sip:${opts.user ?? 'alice'}@127.0.0.1>;tag=${randomBytes(4).toString('hex')}`,
-    'To: <sip:agent@127.0.0.1>',
-    `Call-ID: ${randomBytes(8).toString('hex')}`,
-    `CSeq: 1 ${method}`,
-    `Contact: <sip:${opts.user ?? 'alice'}@${via.split(' ')[1]}>`,
-    ...(opts.headers ?? []),
-    ...(body ? ['Content-Type: application/sdp'] : []),
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    '',
-    body,
-  ].join('\r\n');
-}
-
-/** An Authorization header answering `challenge` (a 401) as `user` with `password`. */
-function authorization(challenge: string, user: string, password: string): string {
-  const nonce = /nonce="([^"]+)"/.exec(challenge)![1]!;
-  const md5 = (s: string) => createHash('md5').update(s).digest('hex');
-  const uri = `sip:agent@127.0.0.1:${sipPort}`;
-  const response = md5(`${md5(`${user}:parley:${password}`)}:${nonce}:00000001:abc:auth:${md5(`INVITE:${uri}`)}`);
-  return `Authorization: Digest username="${user}", realm="parley", nonce="${nonce}", uri="${uri}", response="${response}", algorithm=MD5, qop=auth, nc=00000001, cnonce="abc"`;
-}
+const request = (method: string, via: string, opts: Omit<SipRequestOptions, 'via'> = {}) => sipRequest(sipPort, method, { ...opts, via });
+const authorization = (challenge: string, user: string, password: string) => digestAuthorization(sipPort, challenge, user, password);
 
 /** A UDP socket on 127.0.0.1 whose requests' final answers are awaited by Call-ID. */
 async function udpCaller(): Promise<{ socket: UdpSocket; via: string; send: (text: string) => Promise<string>; close: () => void }> {
@@ -159,10 +132,10 @@ describe('INVITEs never ACKed', () => {
   test("30 answered INVITEs never ACKed: SIP's own budget is spent, the key's WebSocket session still opens", async () => {
     const caller = await udpCaller();
     try {
-      const challenge = await caller.send(request('INVITE', caller.via, { body: G711 }));
+      const challenge = await caller.send(request('INVITE', caller.via, { body: G711_OFFER }));
       assert.equal(statusOf(challenge), 401);
       const auth = authorization(challenge, 'alice', USERS.alice);
-      const answers = await Promise.all(Array.from({ length: 30 }, () => caller.send(request('INVITE', caller.via, { body: G711, headers: [auth] }))));
+      const answers = await Promise.all(Array.from({ length: 30 }, () => caller.send(request('INVITE', caller.via, { body: G711_OFFER, headers: [auth] }))));
       const statuses = answers.map(statusOf);
       // Answered up to SIP_MAX_HALF_OPEN_CALLS (10), then told to come back.
       assert.equal(statuses.filter((s) => s === 200).length, 10, `statuses: ${statuses}`);
@@ -188,17 +161,17 @@ describe('wrong passwords', () => {
   test('after 5 wrong passwords a user is refused (403) even with the right one; another user is not', async () => {
     const caller = await udpCaller();
     try {
-      const challenge = await caller.send(request('INVITE', caller.via, { user: 'bob', body: G729_ONLY }));
+      const challenge = await caller.send(request('INVITE', caller.via, { user: 'bob', body: G729_ONLY_OFFER }));
       for (let i = 0; i < 5; i++) {
-        const answer = await caller.send(request('INVITE', caller.via, { user: 'bob', body: G729_ONLY, headers: [authorization(challenge, 'bob', `guess-${i}`)] }));
+        const answer = await caller.send(request('INVITE', caller.via, { user: 'bob', body: G729_ONLY_OFFER, headers: [authorization(challenge, 'bob', `guess-${i}`)] }));
         assert.equal(statusOf(answer), 401, `guess ${i + 1}: challenged again`);
       }
-      const refused = await caller.send(request('INVITE', caller.via, { user: 'bob', body: G729_ONLY, headers: [authorization(challenge, 'bob', USERS.bob)] }));
+      const refused = await caller.send(request('INVITE', caller.via, { user: 'bob', body: G729_ONLY_OFFER, headers: [authorization(challenge, 'bob', USERS.bob)] }));
       assert.equal(statusOf(refused), 403);
       assert.match(refused, /\r\nWarning: 399 parley "too many wrong passwords/);
       assert.match(await (await fetch(`${server.baseUrl}/metrics`)).text(), /^parley_rate_limited_total\{limit="sip-auth-user"\} 1$/m);
       // Alice is admitted (and told we speak no G.729).
-      const alice = await caller.send(request('INVITE', caller.via, { body: G729_ONLY, headers: [authorization(challenge, 'alice', USERS.alice)] }));
+      const alice = await caller.send(request('INVITE', caller.via, { body: G729_ONLY_OFFER, headers: [authorization(challenge, 'alice', USERS.alice)] }));
       assert.equal(statusOf(alice), 488);
     } finally {
       caller.close();

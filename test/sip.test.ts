@@ -18,6 +18,7 @@ import { encodeWav, readWav } from '../src/media/audio/wav.ts';
 import { startBaresip, freePort, type Baresip } from './helpers/baresip.ts';
 import { rms } from './helpers/pcm.ts';
 import { startServer, type RunningServer } from './helpers/server.ts';
+import { G729_ONLY_OFFER, digestAuthorization, sipRequest, sipStatus, type SipRequestOptions } from './helpers/rawSip.ts';
 import { speak } from './helpers/speech.ts';
 import { makeCertificate } from './helpers/tls.ts';
 import { until } from './helpers/wait.ts';
@@ -311,37 +312,12 @@ describe('raw SIP', () => {
     });
   }
 
-  const status = (answer: string | undefined) => (answer ? Number(/^SIP\/2\.0 (\d{3})/.exec(answer)?.[1]) : undefined);
-
-  function request(method: string, opts: { body?: string; headers?: string[]; toTag?: string } = {}): string {
-    const body = opts.body ?? '';
-    return [
-      `${method} sip:agent@127.0.0.1:${sipPort} SIP/2.0`,
-      `Via: SIP/2.0/UDP 127.0.0.1:5999;branch=z9hG4bK${randomBytes(6).toString('hex')};rport`,
-      'Max-Forwards: 70',
-      `From: <sip:${USER}@127.0.0.1>;tag=${randomBytes(4).toString('hex')}`,
-      `To: <sip:agent@127.0.0.1>${opts.toTag ? `;tag=${opts.toTag}` : ''}`,
-      `Call-ID: ${randomBytes(8).toString('hex')}`,
-      `CSeq: 1 ${method}`,
-      'Contact: <sip:alice@127.0.0.1:5999>',
-      ...(opts.headers ?? []),
-      ...(body ? ['Content-Type: application/sdp'] : []),
-      `Content-Length: ${Buffer.byteLength(body)}`,
-      '',
-      body,
-    ].join('\r\n');
-  }
-
+  const status = sipStatus;
+  const request = (method: string, opts: Omit<SipRequestOptions, 'via' | 'user'> = {}) => sipRequest(sipPort, method, { ...opts, user: USER });
   /** An Authorization header answering the challenge in `answer`. */
-  function authorization(answer: string, method: string): string {
-    const nonce = /nonce="([^"]+)"/.exec(answer)![1]!;
-    const md5 = (s: string) => createHash('md5').update(s).digest('hex');
-    const uri = `sip:agent@127.0.0.1:${sipPort}`;
-    const response = md5(`${md5(`${USER}:parley:${PASSWORD}`)}:${nonce}:00000001:abc:auth:${md5(`${method}:${uri}`)}`);
-    return `Authorization: Digest username="${USER}", realm="parley", nonce="${nonce}", uri="${uri}", response="${response}", algorithm=MD5, qop=auth, nc=00000001, cnonce="abc"`;
-  }
+  const authorization = (answer: string, method: string) => digestAuthorization(sipPort, answer, USER, PASSWORD, method);
 
-  const G729_ONLY = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 18\r\na=rtpmap:18 G729/8000\r\n';
+  const G729_ONLY = G729_ONLY_OFFER;
 
   test('OPTIONS, unknown dialogs, unauthenticated INVITEs, INVITEs without a codec we speak', async () => {
     assert.equal(status(await exchange(request('OPTIONS'))), 200);
