@@ -18,7 +18,7 @@ import { Readable } from 'node:stream';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
 import { fileURLToPath } from 'node:url';
-import durations from '../test/reporters/durations.mjs';
+import { FileDurations } from '../test/reporters/durations.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
@@ -44,9 +44,9 @@ const listTests = (dir) =>
     .sort()
     .map((f) => join(root, dir, f));
 
-function step(label, command, args, env = process.env) {
+function step(label, command, args) {
   const started = performance.now();
-  const result = spawnSync(command, args, { stdio: 'inherit', env });
+  const result = spawnSync(command, args, { stdio: 'inherit' });
   if (result.status !== 0) {
     console.error(`test: ${label} failed`);
     process.exit(result.status ?? 1);
@@ -56,10 +56,13 @@ function step(label, command, args, env = process.env) {
 
 const typecheck = () => step('type check', process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '--noEmit']);
 
-/** Runs `groups` one after another through one reporter; resolves to the counts. */
-async function runFiles(groups, { durationsFile } = {}) {
+/**
+ * Runs `groups` one after another through one reporter, writes each file's duration to
+ * `durationsFile` and prints the slowest ten; resolves to the counts.
+ */
+async function runFiles(groups, durationsFile) {
   const counts = { passed: 0, failed: 0, skipped: 0 };
-  const perFile = [];
+  const fileDurations = new FileDurations();
   async function* events() {
     for (const { files, concurrency } of groups) {
       if (files.length === 0) continue;
@@ -75,55 +78,24 @@ async function runFiles(groups, { durationsFile } = {}) {
           else if (event.type === 'test:pass') counts.passed += 1;
           else counts.failed += 1;
         }
+        fileDurations.add(event);
         yield event;
       }
     }
   }
-  const [toReporter, toDurations] = tee(events());
-  const timing = (async () => {
-    for await (const line of durations(toDurations)) perFile.push(JSON.parse(line));
-  })();
   await new Promise((resolveDone, reject) => {
-    const out = Readable.from(toReporter, { objectMode: true }).pipe(new spec());
+    const out = Readable.from(events(), { objectMode: true }).pipe(new spec());
     out.pipe(process.stdout, { end: false });
     out.on('end', resolveDone);
     out.on('error', reject);
   });
-  await timing;
-  if (durationsFile) {
-    mkdirSync(dirname(durationsFile), { recursive: true });
-    writeFileSync(durationsFile, perFile.map((f) => JSON.stringify(f)).join('\n') + '\n');
-    const slowest = [...perFile].sort((a, b) => b.ms - a.ms).slice(0, 10);
-    console.log(`\nslowest files (all: ${relative(root, durationsFile)}):`);
-    for (const f of slowest) console.log(`  ${(f.ms / 1000).toFixed(1).padStart(7)} s  ${f.file} (${f.tests} tests)`);
-  }
+  const perFile = fileDurations.results();
+  mkdirSync(dirname(durationsFile), { recursive: true });
+  writeFileSync(durationsFile, perFile.map((f) => JSON.stringify(f)).join('\n') + '\n');
+  console.log(`\nslowest files (all: ${relative(root, durationsFile)}):`);
+  for (const f of [...perFile].sort((a, b) => b.ms - a.ms).slice(0, 10)) console.log(`  ${(f.ms / 1000).toFixed(1).padStart(7)} s  ${f.file} (${f.tests} tests)`);
   return counts;
 }
-
-/** Two consumers of one async iterable, each seeing every item. */
-function tee(source) {
-  const queues = [[], []];
-  const waiters = [null, null];
-  let done = false;
-  (async () => {
-    for await (const item of source) for (let i = 0; i < 2; i++) { queues[i].push(item); waiters[i]?.(); }
-    done = true;
-    for (const w of waiters) w?.();
-  })().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-  const branch = (i) => (async function* () {
-    for (;;) {
-      if (queues[i].length) yield queues[i].shift();
-      else if (done) return;
-      else await new Promise((r) => (waiters[i] = r));
-      waiters[i] = null;
-    }
-  })();
-  return [branch(0), branch(1)];
-}
-
 
 let [tier = 'all', ...rest] = process.argv.slice(2);
 const started = performance.now();
@@ -156,7 +128,7 @@ switch (tier) {
     tier = 'files';
 }
 
-const counts = await runFiles(groups, { durationsFile: join(root, 'test-artifacts', `durations-${tier}.jsonl`) });
+const counts = await runFiles(groups, join(root, 'test-artifacts', `durations-${tier}.jsonl`));
 const minutes = (performance.now() - started) / 60_000;
 console.log(`\ntest: ${tier} took ${minutes.toFixed(1)} min`);
 // The closing line, for the whole run (each group's runner printed none).
