@@ -6,11 +6,12 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { ConfigError, loadConfig } from '../../src/config/env.ts';
+import { loadConfig } from '../../src/config/env.ts';
 import { hostResolver } from '../../src/system/hostResolver.ts';
 import { OutboundPolicy, internalKind } from '../../src/system/outboundPolicy.ts';
 import { OutboundRefused, outboundRequest, type OutboundGuard } from '../../src/system/outboundRequest.ts';
 import { DnsServer } from '../helpers/dnsServer.ts';
+import { configProblems } from '../helpers/config.ts';
 
 test('internal addresses by kind, IPv4 and IPv6; public ones are none', () => {
   const cases: [string, string | undefined][] = [
@@ -78,20 +79,12 @@ test("Parley's own listeners are refused whatever the allow list says", () => {
 });
 
 test('the allow and DNS settings are checked at start', () => {
-  const problems = (env: NodeJS.ProcessEnv) => {
-    try {
-      loadConfig(env);
-      return '';
-    } catch (err) {
-      return (err as ConfigError).message;
-    }
-  };
   assert.deepEqual(loadConfig({ WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8, fd00::/8' }).WEBHOOK_ALLOWED_CIDRS, ['127.0.0.0/8', 'fd00::/8']);
   assert.deepEqual(loadConfig({}).WEBHOOK_ALLOWED_CIDRS, []);
-  assert.match(problems({ WEBHOOK_ALLOWED_CIDRS: '10.0.0.0/33' }), /WEBHOOK_ALLOWED_CIDRS: "10\.0\.0\.0\/33" has a bad prefix length/);
+  assert.match(configProblems({ WEBHOOK_ALLOWED_CIDRS: '10.0.0.0/33' }), /WEBHOOK_ALLOWED_CIDRS: "10\.0\.0\.0\/33" has a bad prefix length/);
   assert.deepEqual(loadConfig({ WEBHOOK_DNS_SERVERS: '127.0.0.1:5353,::1,[::1]:53' }).WEBHOOK_DNS_SERVERS, ['127.0.0.1:5353', '::1', '[::1]:53']);
-  assert.match(problems({ WEBHOOK_DNS_SERVERS: 'dns.example' }), /WEBHOOK_DNS_SERVERS: "dns\.example" is not like/);
-  assert.match(problems({ WEBHOOK_DNS_SERVERS: '127.0.0.1:99999' }), /WEBHOOK_DNS_SERVERS: "127\.0\.0\.1:99999" is not like/);
+  assert.match(configProblems({ WEBHOOK_DNS_SERVERS: 'dns.example' }), /WEBHOOK_DNS_SERVERS: "dns\.example" is not like/);
+  assert.match(configProblems({ WEBHOOK_DNS_SERVERS: '127.0.0.1:99999' }), /WEBHOOK_DNS_SERVERS: "127\.0\.0\.1:99999" is not like/);
 });
 
 const dns = new DnsServer();

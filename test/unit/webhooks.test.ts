@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { ConfigError, loadConfig } from '../../src/config/env.ts';
+import { loadConfig } from '../../src/config/env.ts';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
 import { openDatabase, type Db } from '../../src/storage/db.ts';
 import { migrate } from '../../src/storage/migrations.ts';
@@ -16,6 +16,7 @@ import { webhookEvent } from '../../src/webhooks/events.ts';
 import { WebhookOutbox } from '../../src/webhooks/outbox.ts';
 import { WebhookSecretBox, newWebhookSecret } from '../../src/webhooks/secrets.ts';
 import { isWebhookSecret } from '../../src/config/webhookSecretFormat.ts';
+import { configProblems } from '../helpers/config.ts';
 
 test('retry delays grow exponentially from 1 s, capped, fully jittered', () => {
   const top = () => 0.999999;
@@ -50,21 +51,13 @@ test('WEBHOOK_URL and WEBHOOK_SECRET: both or neither, a valid secret, known eve
   const ok = loadConfig({ WEBHOOK_URL: 'http://127.0.0.1:9/hook', WEBHOOK_SECRET: secret, WEBHOOK_EVENTS: 'call.ended,call.turn' });
   assert.deepEqual(ok.WEBHOOK_EVENTS, ['call.ended', 'call.turn']);
   assert.deepEqual(loadConfig({}).WEBHOOK_EVENTS, ['call.started', 'call.ended', 'call.failed']);
-  const problems = (env: NodeJS.ProcessEnv) => {
-    try {
-      loadConfig(env);
-      return '';
-    } catch (err) {
-      return (err as ConfigError).message;
-    }
-  };
-  assert.match(problems({ WEBHOOK_URL: 'http://127.0.0.1:9/hook' }), /WEBHOOK_URL: webhooks need both/);
-  assert.match(problems({ WEBHOOK_SECRET: secret }), /webhooks need both/);
-  const badSecret = problems({ WEBHOOK_URL: 'http://127.0.0.1:9/', WEBHOOK_SECRET: 'whsec_tooshort' });
+  assert.match(configProblems({ WEBHOOK_URL: 'http://127.0.0.1:9/hook' }), /WEBHOOK_URL: webhooks need both/);
+  assert.match(configProblems({ WEBHOOK_SECRET: secret }), /webhooks need both/);
+  const badSecret = configProblems({ WEBHOOK_URL: 'http://127.0.0.1:9/', WEBHOOK_SECRET: 'whsec_tooshort' });
   assert.match(badSecret, /WEBHOOK_SECRET: expected whsec_/);
   assert.ok(!badSecret.includes('tooshort'), 'the secret is not repeated');
-  assert.match(problems({ WEBHOOK_URL: 'ftp://x/', WEBHOOK_SECRET: secret }), /WEBHOOK_URL: expected an http\(s\) URL/);
-  assert.match(problems({ WEBHOOK_EVENTS: 'call.ended,call.exploded' }), /WEBHOOK_EVENTS: unknown event type\(s\) call\.exploded/);
+  assert.match(configProblems({ WEBHOOK_URL: 'ftp://x/', WEBHOOK_SECRET: secret }), /WEBHOOK_URL: expected an http\(s\) URL/);
+  assert.match(configProblems({ WEBHOOK_EVENTS: 'call.ended,call.exploded' }), /WEBHOOK_EVENTS: unknown event type\(s\) call\.exploded/);
 });
 
 let dir: string;
