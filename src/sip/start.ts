@@ -19,17 +19,16 @@ export interface SipDoor {
 
 /** The SIP front door (SIP_PORT set): its calls are owned by SIP_API_KEY_ID, else the oldest active key. */
 export async function startSipDoor(config: Config, services: Services, log: FastifyBaseLogger): Promise<SipDoor> {
-  const deps = { calls: services.calls, apiKeys: services.apiKeys, sessionDefaults: services.sessionDefaults, routing: services.sipRouting, log, metrics: services.metrics };
   const host = config.SIP_HOST || config.HOST;
   const wildcard = host === '0.0.0.0' || host === '::';
   // Our SDP must name an address the caller's RTP can reach: a wildcard names none.
   if (wildcard && !config.ICE_PUBLIC_IP) throw new StartupError(`SIP binds ${host}: set SIP_HOST to an address callers reach, or ICE_PUBLIC_IP, for the SDP answers to announce`);
   // INVITEs are counted where the HTTP limits are (Redis across nodes, else this process).
-  const limits = config.RATE_LIMIT_SIP_INVITES_PER_IP ? await openRateLimitStore(config, deps.log) : undefined;
+  const limits = config.RATE_LIMIT_SIP_INVITES_PER_IP ? await openRateLimitStore(config, log) : undefined;
   const started = SipServer.start({
     inviteLimit: limits && (async (address) => {
       const decision = await limits.hit('sip-invite-ip', address, config.RATE_LIMIT_SIP_INVITES_PER_IP, config.RATE_LIMIT_WINDOW_SECONDS * 1000);
-      if (!decision.allowed) deps.metrics.rateLimited.inc({ limit: 'sip-invite-ip' });
+      if (!decision.allowed) services.metrics.rateLimited.inc({ limit: 'sip-invite-ip' });
       return decision;
     }),
     host,
@@ -37,20 +36,20 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
     // The certificate HTTPS serves also secures SIP signalling (the media stays plain RTP).
     tls: config.TLS_CERT_FILE && config.TLS_KEY_FILE ? { port: config.SIP_TLS_PORT ?? (config.SIP_PORT && config.SIP_PORT < 65535 ? config.SIP_PORT + 1 : 0), cert: config.TLS_CERT_FILE, key: config.TLS_KEY_FILE } : undefined,
     announcedAddress: config.ICE_PUBLIC_IP || host,
-    calls: deps.calls,
+    calls: services.calls,
     auth: new DigestAuth(config.SIP_USERS),
     authBackoff: new AuthBackoff(config.SIP_AUTH_MAX_FAILURES),
     streams: { maxPerSource: config.SIP_TCP_MAX_CONNECTIONS_PER_IP, idleMs: config.SIP_TCP_IDLE_TIMEOUT_MS },
-    refused: (limit) => deps.metrics.rateLimited.inc({ limit }),
+    refused: (limit) => services.metrics.rateLimited.inc({ limit }),
     trusted: config.SIP_TRUSTED_CIDRS.length ? blockList(config.SIP_TRUSTED_CIDRS) : undefined,
     owner: async () => {
-      const active = (await deps.apiKeys.list()).filter((k) => !k.revokedAt);
+      const active = (await services.apiKeys.list()).filter((k) => !k.revokedAt);
       if (config.SIP_API_KEY_ID) return active.find((k) => k.id === config.SIP_API_KEY_ID)?.id;
       return active.sort((a, b) => a.createdAt.localeCompare(b.createdAt))[0]?.id;
     },
-    session: () => openAiDefaultSession(deps.sessionDefaults),
-    routing: deps.routing,
-    log: deps.log,
+    session: () => openAiDefaultSession(services.sessionDefaults),
+    routing: services.sipRouting,
+    log,
   });
   const server = await started.catch(async (err: Error) => {
     await limits?.close();
@@ -59,7 +58,7 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
       ? bindFailure(err.cause, 'SIP over TLS', err.host, err.port, 'SIP_TLS_PORT')
       : bindFailure(err.cause, 'SIP', err.host, err.port, 'SIP_PORT (or SIP_HOST)');
   });
-  deps.log.info({ sip: server.ports }, 'SIP front door listening');
+  log.info({ sip: server.ports }, 'SIP front door listening');
   return {
     close: async () => {
       await server.close();
