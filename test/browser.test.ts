@@ -179,10 +179,10 @@ describe('demo backend-proxy route', () => {
       await server.stop('SIGTERM', { keepData: true });
       const logs = server.stdout() + server.stderr();
       for (const t of tokens) assert.ok(!logs.includes(t), 'no raw token in the logs');
-      const keys = JSON.parse((await server.cli('keys', 'list', '--json')).stdout) as { name: string; revokedAt: string | null }[];
+      const keys = JSON.parse((await server.cli('keys', 'list', '--json')).stdout) as { name: string; revoked_at: string | null }[];
       const demoKeys = keys.filter((k) => k.name.startsWith('demo page'));
       assert.equal(demoKeys.length, 1, 'one in-memory demo key was created');
-      assert.ok(demoKeys[0]!.revokedAt, 'and revoked at shutdown');
+      assert.ok(demoKeys[0]!.revoked_at, 'and revoked at shutdown');
     } finally {
       await server.stop();
       rmSync(server.env.DATA_DIR!, { recursive: true, force: true });

@@ -33,7 +33,10 @@ test('create prints the key once; list shows no secret; revoke gives the nested 
   assert.ok(!list.stdout.includes(key), 'list never shows the key');
   assert.ok(!list.stdout.includes(key.slice(20)), 'nor its secret part');
   const json = JSON.parse((await server.cli('keys', 'list', '--json')).stdout);
-  assert.equal(json.find((k: any) => k.id === id).revokedAt, null);
+  assert.equal(json.find((k: any) => k.id === id).revoked_at, null);
+  // snake_case, as the HTTP API's bodies are.
+  for (const k of json) assert.deepEqual(Object.keys(k).filter((name) => !/^[a-z0-9_]+$/.test(name)), [], JSON.stringify(k));
+  assert.ok('created_at' in json[0] && 'last_used_at' in json[0], JSON.stringify(json[0]));
 
   const revoked = await server.cli('keys', 'revoke', id);
   assert.equal(revoked.code, 0);
@@ -45,7 +48,7 @@ test('create prints the key once; list shows no secret; revoke gives the nested 
   assert.equal(denied.status, 401);
   assert.match(denied.body.error.message.message, /incorrect|inactive/i);
   const after = JSON.parse((await server.cli('keys', 'list', '--json')).stdout);
-  assert.ok(after.find((k: any) => k.id === id).revokedAt);
+  assert.ok(after.find((k: any) => k.id === id).revoked_at);
 });
 
 test('revoking an unknown id fails with a clear message', async () => {

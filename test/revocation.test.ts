@@ -33,8 +33,8 @@ const endHeard = (client: RtcClient) =>
   client.nextEvent('session.ended', 10_000).then((event) => ({ event, at: Date.now() }));
 
 async function revokedAt(server: RunningServer, id: string): Promise<number> {
-  const keys = JSON.parse((await server.cli('keys', 'list', '--json')).stdout) as { id: string; revokedAt: string | null }[];
-  const at = keys.find((k) => k.id === id)?.revokedAt;
+  const keys = JSON.parse((await server.cli('keys', 'list', '--json')).stdout) as { id: string; revoked_at: string | null }[];
+  const at = keys.find((k) => k.id === id)?.revoked_at;
   assert.ok(at, `${id} is revoked`);
   return Date.parse(at);
 }

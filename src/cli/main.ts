@@ -15,6 +15,7 @@ import { DEFAULT_WEBHOOK_EVENTS } from '../webhooks/events.js';
 import { checkWebhookUrl, configuredHttpListener, webhookGuard } from '../webhooks/destinations.js';
 import { NodeStore } from '../storage/nodes.js';
 import { webhookStoresOf } from '../webhooks/stores.js';
+import { printJson } from './printJson.js';
 
 dotenv.config();
 
@@ -95,10 +96,7 @@ keys
   .action(async (opts: { json?: boolean }) =>
     withStore(async (store) => {
       const list = await store.apiKeys.list();
-      if (opts.json) {
-        process.stdout.write(JSON.stringify(list, null, 2) + '\n');
-        return;
-      }
+      if (opts.json) return printJson(list);
       process.stdout.write(['ID', 'NAME', 'PREFIX', 'CREATED', 'LAST USED', 'STATUS', 'RECORDING'].join('\t') + '\n');
       for (const k of list) {
         const status = k.revokedAt ? `revoked ${k.revokedAt}` : 'active';
@@ -190,7 +188,7 @@ webhooks
   .action(async (opts: { key?: string; json?: boolean }) =>
     withStore(async (store, cfg) => {
       const list = await webhookStoresOf(store, cfg).webhookEndpoints.list(opts.key);
-      if (opts.json) return void process.stdout.write(JSON.stringify(list, null, 2) + '\n');
+      if (opts.json) return printJson(list);
       process.stdout.write(['ID', 'KEY', 'URL', 'EVENTS', 'STATUS'].join('\t') + '\n');
       for (const e of list) {
         const status = e.disabledAt ? `disabled ${e.disabledAt}` : 'active';
@@ -221,7 +219,7 @@ webhooks
       const limit = Number(opts.limit);
       if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) return fail(`--limit: expected an integer from 1 to 10000, got "${opts.limit}"`);
       const list = await webhookStoresOf(store, cfg).webhookOutbox.list({ ...(opts.key ? { apiKeyId: opts.key } : {}), limit });
-      if (opts.json) return void process.stdout.write(JSON.stringify(list, null, 2) + '\n');
+      if (opts.json) return printJson(list);
       process.stdout.write(['EVENT', 'TYPE', 'URL', 'STATUS', 'ATTEMPTS', 'LAST CODE', 'NEXT ATTEMPT', 'LAST ERROR'].join('\t') + '\n');
       for (const d of list) {
         const next = d.status === 'pending' ? new Date(d.nextAttemptAt).toISOString() : '-';
