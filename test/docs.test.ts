@@ -6,7 +6,8 @@
 //   repository, comma-separated: what runs those commands) or `<!-- not run by a test: why -->`.
 // - Every relative link between the docs points at a file of this repository, and its #anchor at a
 //   heading of the file it names; no doc names a path of the machine outside the repository.
-// - Every HTTP route the docs name (/v1/…, /console/…, /demo/…) is one the server defines (src/http).
+// - Every HTTP route the docs name (/v1/…, /console/…, /demo/…) is one the server defines (src/http),
+//   and docs/reference/metrics.md lists every metric src/observability/metrics.ts defines.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -187,13 +188,21 @@ test('every route the docs name is one the server defines', () => {
       .split('\n')
       .forEach((line, i) => {
         for (const m of line.replace(/https?:\/\/[^/\s'"`]+/g, ' ').matchAll(/(?<![\w.:/-])(\/(?:v1|console|demo)(?:\/[^\s`'"()<>,;|*?\]]*)?)/g)) {
-          let path = m[1]!.replace(/[.:]+$/, '').replace(/\/$/, '');
+          let path = m[1]!.replace(/[.:]+$/, '').replace(/\/…$/, '').replace(/\/$/, '');
           // Placeholders: {id}, conv_…, <call id>, XXXXXXXX.
           path = path.replace(/\{[^}]*\}|conv_[^/]*|key_[^/]*|…/g, 'X');
-          if (path === '/v1' || path.startsWith('/console/public') || path.startsWith('/demo/public')) continue;
+          if (['/v1', '/console', '/demo'].includes(path) || path.startsWith('/console/public') || path.startsWith('/demo/public')) continue;
           if (!routes.some((route) => matches(path, route))) problems.push(`${rel(file)}:${i + 1}: ${m[1]} is no route of src/http`);
         }
       });
   }
   assert.deepEqual(problems, []);
+});
+
+test('docs/reference/metrics.md lists every metric the code defines', () => {
+  const source = readFileSync(join(ROOT, 'src/observability/metrics.ts'), 'utf8');
+  const defined = [...source.matchAll(/'(parley_[a-z_]+)'/g)].map((m) => m[1]!);
+  assert.ok(defined.length > 20, `metrics read from src/observability/metrics.ts: ${defined.join(' ')}`);
+  const listed = readFileSync(join(ROOT, 'docs/reference/metrics.md'), 'utf8');
+  assert.deepEqual(defined.filter((name) => !listed.includes(`\`${name}\``)), []);
 });
