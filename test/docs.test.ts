@@ -13,6 +13,7 @@ import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
 import { CONFIG_DOC, CONFIG_TABLE_MARKERS, configTable } from '../scripts/config-table.ts';
+import { parse } from './helpers/markdown.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -27,41 +28,6 @@ function markdownFiles(dir: string): string[] {
 const DOCS = [join(ROOT, 'README.md'), ...markdownFiles(join(ROOT, 'docs'))];
 const LINKED = [...DOCS, join(ROOT, 'bench/README.md')];
 const rel = (path: string) => relative(ROOT, path);
-
-interface Block {
-  line: number;
-  lang: string;
-  before: string;
-  body: string;
-}
-
-/** The file's fenced code blocks, and its prose (code blocks blanked, line numbers kept). */
-function parse(text: string): { blocks: Block[]; prose: string[] } {
-  const lines = text.split('\n');
-  const blocks: Block[] = [];
-  const prose: string[] = [];
-  let open: { fence: string; block: Block } | undefined;
-  let lastNonBlank = '';
-  lines.forEach((line, i) => {
-    const fence = /^(\s*)(`{3,}|~{3,})\s*([^\s`]*)/.exec(line);
-    if (open) {
-      if (fence && fence[2]!.startsWith(open.fence) && line.trim() === fence[2]) open = undefined;
-      else open.block.body += line + '\n';
-      prose.push('');
-      return;
-    }
-    if (fence) {
-      const block = { line: i + 1, lang: fence[3]!.toLowerCase(), before: lastNonBlank.trim(), body: '' };
-      blocks.push(block);
-      open = { fence: fence[2]!, block };
-      prose.push('');
-      return;
-    }
-    prose.push(line);
-    if (line.trim()) lastNonBlank = line;
-  });
-  return { blocks, prose };
-}
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, each space a hyphen; repeats get -1, -2… */
 function anchors(text: string): Set<string> {
