@@ -1,6 +1,6 @@
 # Parley's container image: Debian slim with Node 24 (the current LTS), the speech engines and coturn.
 #   docker build -t parley .
-#   docker compose up -d          (compose.yaml: Parley, PostgreSQL, Redis; see README "Deploying")
+#   docker compose up -d          (compose.yaml: Parley, PostgreSQL, Redis; see docs/deploying/production.md)
 
 # Build stage: the release as scripts/build-release.sh makes it (test/build.test.ts runs the same
 # script in a clean directory, since no container engine runs in this project's CI).

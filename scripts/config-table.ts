@@ -1,8 +1,11 @@
-// The README's configuration table, generated from the settings in src/config/env.ts (the one source).
+// The configuration reference's table (docs/reference/configuration.md), generated from the settings
+// in src/config/env.ts (the one source).
 //   node --import tsx scripts/config-table.ts           print it
-//   node --import tsx scripts/config-table.ts --write   rewrite it in README.md between the markers
+//   node --import tsx scripts/config-table.ts --write   rewrite it in docs/reference/configuration.md between the markers
 import { readFileSync, writeFileSync } from 'node:fs';
 import { settings } from '../src/config/env.ts';
+
+export const CONFIG_DOC = 'docs/reference/configuration.md';
 
 export function configTable(): string {
   const rows = Object.entries(settings).map(([name, s]) => {
@@ -12,12 +15,12 @@ export function configTable(): string {
   return ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n');
 }
 
-export const README_MARKERS = /<!-- config-table -->[\s\S]*?<!-- \/config-table -->/;
+export const CONFIG_TABLE_MARKERS = /<!-- config-table -->[\s\S]*?<!-- \/config-table -->/;
 
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) {
   if (process.argv.includes('--write')) {
-    const readme = readFileSync('README.md', 'utf8');
-    writeFileSync('README.md', readme.replace(README_MARKERS, `<!-- config-table -->\n${configTable()}\n<!-- /config-table -->`));
+    const doc = readFileSync(CONFIG_DOC, 'utf8');
+    writeFileSync(CONFIG_DOC, doc.replace(CONFIG_TABLE_MARKERS, `<!-- config-table -->\n${configTable()}\n<!-- /config-table -->`));
   } else {
     process.stdout.write(configTable() + '\n');
   }

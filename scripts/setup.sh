@@ -61,7 +61,8 @@ fi
 
 if [ "$mode" = "--test" ]; then
   # opus-tools: the recordings test checks its files with opusinfo and decodes them with opusdec.
-  apt_install chromium openssl sox postgresql redis-server opus-tools
+  # curl and jq: the docs' curl commands, which test/contract.test.ts runs as written.
+  apt_install chromium openssl sox postgresql redis-server opus-tools curl jq
   # A real SIP user agent for the SIP front door's tests (test/sip.test.ts).
   apt_install baresip
   # Node 24, the newer LTS line: test/production-install.test.ts installs a release with it and runs

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The test tiers (README, "Development"). Run through `npm run test:*`, which starts this with tsx
+// The test tiers (docs/development.md). Run through `npm run test:*`, which starts this with tsx
 // loaded so that the test files' processes inherit it.
 //   unit    the unit tests (test/unit): no server, no browser
 //   fast    type check, the unit tests, and the integration tests that run in-process or start one
@@ -24,7 +24,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
 
 /** Integration tests that start no browser, no SIP user agent, no cluster and no release: test:fast. */
-const FAST_FILES = ['test/container-files.test.ts', 'test/openapi.test.ts', 'test/readme.test.ts', 'test/services-startup.test.ts'].map((f) => join(root, f));
+const FAST_FILES = ['test/container-files.test.ts', 'test/openapi.test.ts', 'test/docs.test.ts', 'test/services-startup.test.ts'].map((f) => join(root, f));
 
 /**
  * Files that mostly wait (on timers, restarts, other processes) and assert no rate, delay or audio
@@ -34,7 +34,7 @@ const FAST_FILES = ['test/container-files.test.ts', 'test/openapi.test.ts', 'tes
 const PARALLEL_FILES = [
   'production-install', 'first-start', 'webhook-destinations', 'webhooks', 'turn-relay', 'http-limits', 'turn-relay-abuse', 'revocation', 'outage',
   'reconcile', 'tokens', 'cli', 'console', 'nodes', 'rate-limits', 'admission', 'workers', 'postgres', 'contract',
-  'stun', 'sip-routing-nodes', 'offer-fuzz', 'candidates', 'ice', 'services-startup', 'openapi', 'readme',
+  'stun', 'sip-routing-nodes', 'offer-fuzz', 'candidates', 'ice', 'services-startup', 'openapi', 'docs',
   'recording-limits', 'data-dir', 'sideband-limits', 'container-files',
 ].map((name) => join(root, 'test', `${name}.test.ts`));
 

@@ -153,7 +153,7 @@ describe('compose.yaml', () => {
     for (const [name, service] of services) assert.ok(service.image || service.build, `${name}: image or build`);
   });
 
-  test('every env_file exists, or its .example that the README has copied', () => {
+  test('every env_file exists, or its .example that docs/deploying/production.md has copied', () => {
     for (const [name, service] of services) {
       const files = service.env_file === undefined ? [] : [service.env_file].flat() as string[];
       for (const file of files) assert.ok(existsSync(join(ROOT, file)) || existsSync(join(ROOT, `${file}.example`)), `${name}: env_file ${file}`);

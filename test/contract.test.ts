@@ -1,7 +1,13 @@
-// The seed's error table and decisions.md's wire contract, through HTTP against a real server.
+// The seed's error table and decisions.md's wire contract, through HTTP against a real server; and
+// the docs' curl commands for the same routes, run as the docs write them.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { shellBlock } from './helpers/markdown.ts';
 import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+
+const run = promisify(execFile);
 
 const MINIMAL_OFFER_SDP = 'v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n';
 
@@ -323,5 +329,26 @@ describe('routing and catalogue', () => {
     const r = await http(server.baseUrl, '/healthz');
     assert.equal(r.status, 200);
     assert.doesNotMatch(server.stderr(), /"level":(50|60)/, 'no error or fatal log lines');
+  });
+});
+
+describe("the docs' curl commands, run as written (against this server's address)", () => {
+  const runDocBlock = async (doc: string, marker: string, env: Record<string, string>) => {
+    const script = shellBlock(doc, marker).replaceAll('http://127.0.0.1:8080', server.baseUrl);
+    const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], { env: { ...process.env, ...env }, timeout: 20_000 });
+    return stdout;
+  };
+
+  test("README's quick start: a token with the key, then ice-config with the token", async () => {
+    const out = await runDocBlock('README.md', 'jq -r .ephemeral_token', { KEY: server.devKey });
+    assert.ok(JSON.parse(out).iceServers.length >= 1, out);
+  });
+
+  test('docs/reference/http-api.md: client-secrets with the API key, ice-config with its token', async () => {
+    const secret = JSON.parse(await runDocBlock('docs/reference/http-api.md', '/v1/realtime/client-secrets', { PARLEY_API_KEY: server.devKey }));
+    assert.equal(secret.token_type, 'bearer');
+    assert.equal(secret.ephemeralToken, secret.ephemeral_token);
+    const ice = JSON.parse(await runDocBlock('docs/reference/http-api.md', '/v1/realtime/ice-config', { TOKEN: secret.ephemeral_token }));
+    assert.ok(ice.iceServers.some((s: any) => s.urls.some((u: string) => u.startsWith('stun:'))), JSON.stringify(ice));
   });
 });

@@ -4,10 +4,11 @@
 // serves byte ranges. Another key gets 404; a key whose recording is off leaves none.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { shellBlock } from './helpers/markdown.ts';
 import { openCall, outboundAudioPackets, type RtcClient } from './helpers/rtcClient.ts';
 import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { attachMicrophone, speak } from './helpers/speech.ts';
@@ -146,6 +147,15 @@ describe('recordings', () => {
     const beyond = await http(server.baseUrl, `/v1/realtime/conversations/${id}/recording`, { token: server.devKey, headers: { range: `bytes=${file.length}-` } });
     assert.equal(beyond.status, 416);
     assert.equal(beyond.headers.get('content-range'), `bytes */${file.length}`);
+
+    // docs/operating/recordings.md's commands, as written (this server's address, this call's id).
+    const docsDir = join(dir, 'docs');
+    mkdirSync(docsDir);
+    const script = shellBlock('docs/operating/recordings.md', 'opusdec').replaceAll('http://127.0.0.1:8080', server.baseUrl).replaceAll('conv_XXXXXXXX', id);
+    execFileSync('bash', ['-euo', 'pipefail', '-c', script], { cwd: docsDir, env: { ...process.env, PARLEY_API_KEY: server.devKey }, stdio: 'pipe' });
+    assert.deepEqual(readFileSync(join(docsDir, 'call.opus')), file);
+    assert.deepEqual(readFileSync(join(docsDir, 'head.opus')), file.subarray(0, 65536));
+    assert.equal(readWav(join(docsDir, 'call.wav')).channels, 2);
 
     const other = await createKey(server, 'someone-else');
     const theirs = await http(server.baseUrl, `/v1/realtime/conversations/${id}/recording`, { token: other.key });

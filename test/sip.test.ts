@@ -5,6 +5,7 @@
 // password; and raw SIP over UDP and TCP: a failure response resent until its ACK, malformed
 // requests and a fuzz run answered 4xx or not at all, the process alive and no call left behind.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { createSocket } from 'node:dgram';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -83,8 +84,10 @@ after(async () => {
 
 describe('SIP calls from baresip', () => {
   test('the agent answers a spoken question; BYE from baresip ends the call and its record', async () => {
-    // When its file ends, baresip hangs up: time enough after the question for the reply.
-    const wav = microphone('question.wav', [{ silenceMs: 1000 }, 'what time is it', { silenceMs: 20_000 }]);
+    // When its file ends, baresip hangs up: time enough after the question for the reply. The WAV is
+    // the docs' recipe's (examples/baresip/question.mjs), as baresip's config is.
+    const wav = join(dir, 'question.wav');
+    execFileSync(process.execPath, ['examples/baresip/question.mjs', wav, 'what time is it', '20']);
     const b = await caller('question', wav);
     await b.command('dial', `sip:agent@127.0.0.1:${sipPort}`);
     const id = await callIdOf(b);

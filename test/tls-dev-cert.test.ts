@@ -1,15 +1,14 @@
 // TLS for development in one command: `parley tls dev-cert` makes a local CA and a certificate for
 // this machine, and prints the settings; a server started with them says https:// and wss://, and
-// OpenAI's OpenAIRealtimeWS, trusting only that CA, holds a session with it.
+// examples/openai-websocket.mjs (OpenAI's OpenAIRealtimeWS), trusting that CA through NODE_EXTRA_CA_CERTS,
+// holds a session with it.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
-import OpenAI from 'openai';
-import { OpenAIRealtimeWS } from 'openai/realtime/ws';
 import { PARLEY, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
@@ -48,20 +47,13 @@ test('a Node client with NODE_EXTRA_CA_CERTS from dev-cert trusts the server', a
   await run(process.execPath, ['-e', probe, server.baseUrl], { env: { ...process.env, NODE_EXTRA_CA_CERTS: settings.NODE_EXTRA_CA_CERTS } });
 });
 
-test("OpenAI's OpenAIRealtimeWS, trusting the development CA: text in, a response out", async () => {
-  const client = new OpenAI({ apiKey: server.devKey, baseURL: `${server.baseUrl}/v1` });
-  const rt = new OpenAIRealtimeWS({ model: 'gpt-realtime', options: { ca: readFileSync(settings.NODE_EXTRA_CA_CERTS!, 'utf8') } }, client);
-  const events: any[] = [];
-  rt.on('event', (e: any) => events.push(e));
-  rt.on('error', (e: any) => events.push({ type: 'sdk.error', message: String(e?.message ?? e) }));
-  try {
-    assert.match(rt.url.toString(), /^wss:\/\//);
-    await until('session.created', () => events.map((e) => e.type), (types) => types.includes('session.created'));
-    rt.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'What time is it?' }] } });
-    rt.send({ type: 'response.create' });
-    const done = await until('response.done', () => events.find((e) => e.type === 'response.done'), (e) => e !== undefined, 20_000);
-    assert.equal(done.response.status, 'completed', JSON.stringify(events.filter((e) => e.type.endsWith('error'))));
-  } finally {
-    rt.close();
-  }
+test("examples/openai-websocket.mjs, trusting the development CA through NODE_EXTRA_CA_CERTS: text in, a spoken response out", async () => {
+  const { stdout } = await run(process.execPath, ['examples/openai-websocket.mjs'], {
+    env: { ...process.env, NODE_EXTRA_CA_CERTS: settings.NODE_EXTRA_CA_CERTS, PARLEY_URL: server.baseUrl, PARLEY_API_KEY: server.devKey },
+    timeout: 30_000,
+  });
+  assert.match(stdout, /^session conv_\S+ over wss:\/\/127\.0\.0\.1:\d+$/m);
+  const done = /^response completed, (\d+\.\d) s of audio$/m.exec(stdout);
+  assert.ok(done, stdout);
+  assert.ok(Number(done[1]) > 0, `the answer came with audio: ${stdout}`);
 });

@@ -1,5 +1,5 @@
 // Configuration: every setting comes from an environment variable (or `.env` in development),
-// parsed and validated once at start. The table below is also the source of the README's list.
+// parsed and validated once at start. The table below is also the source of docs/reference/configuration.md's list.
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';

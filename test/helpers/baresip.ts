@@ -1,8 +1,9 @@
-// Debian's baresip as a SIP caller: headless, its microphone a WAV file (aufile), what it hears
-// dumped to WAV files (sndfile), commands over its ctrl_tcp socket (netstring JSON), and its SIP
-// trace (-s) on stdout.
+// Debian's baresip as a SIP caller, configured as the docs' recipe (examples/baresip/config):
+// headless, its microphone a WAV file (aufile), what it hears dumped to WAV files (sndfile); here
+// also commands over its ctrl_tcp socket (netstring JSON), and its SIP trace (-s) on stdout.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { until } from './wait.ts';
@@ -30,6 +31,20 @@ export interface Baresip {
 }
 
 /**
+ * The recipe the docs show (examples/baresip/config: headless, a WAV file for a microphone, what it
+ * hears to WAV files), each line that starts with a key of `lines` replaced by its value; every key
+ * must be there, so the recipe and the tests cannot drift apart unseen.
+ */
+function recipeConfig(lines: Record<string, string>): string {
+  const recipe = readFileSync(new URL('../../examples/baresip/config', import.meta.url), 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() && !line.startsWith('#'));
+  const out = recipe.map((line) => Object.entries(lines).find(([key]) => line.startsWith(key))?.[1] ?? line);
+  for (const key of Object.keys(lines)) assert.ok(recipe.some((line) => line.startsWith(key)), `examples/baresip/config has no "${key}" line`);
+  return out.join('\n') + '\n';
+}
+
+/**
  * Starts baresip in `dir` as `user` (with `password` for digest), speaking `wav` (16-bit, at the
  * codec's rate: 8 kHz mono for G.711, 48 kHz for Opus — aufile does not resample); when the file
  * ends, baresip hangs up. It offers G.711 only, or Opus only (`codec: 'opus'`).
@@ -39,28 +54,12 @@ export async function startBaresip(dir: string, opts: { user: string; password?:
   const ctrlPort = await freePort();
   writeFileSync(
     join(dir, 'config'),
-    [
-      'poll_method epoll',
-      'sip_listen 127.0.0.1:0',
-      `audio_source aufile,${opts.wav}`,
-      // A player nobody listens to: what baresip hears is taken by sndfile, before the player.
-      'audio_player aubridge,nowhere',
-      'module_path /usr/lib/baresip/modules',
-      opts.codec === 'opus' ? 'module opus.so' : 'module g711.so',
-      // Mono voice, as a phone sends it.
-      'opus_stereo no',
-      'opus_sprop_stereo no',
-      'module aufile.so',
-      ...(opts.srtp ? ['module srtp.so'] : []),
-      'module aubridge.so',
-      'module sndfile.so',
-      'module_app account.so',
-      'module_app menu.so',
-      'module_app ctrl_tcp.so',
-      `ctrl_tcp_listen 127.0.0.1:${ctrlPort}`,
-      `snd_path ${dir}`,
-      '',
-    ].join('\n'),
+    recipeConfig({
+      'audio_source aufile,': `audio_source aufile,${opts.wav}`,
+      'module g711.so': opts.codec === 'opus' ? 'module opus.so' : 'module g711.so',
+      'snd_path ': `snd_path ${dir}`,
+    }) +
+      [...(opts.srtp ? ['module srtp.so'] : []), 'module_app ctrl_tcp.so', `ctrl_tcp_listen 127.0.0.1:${ctrlPort}`, ''].join('\n'),
   );
   // srtp-mand: RTP/SAVP with SDES keys, and no call without them.
   writeFileSync(join(dir, 'accounts'), `<sip:${opts.user}@127.0.0.1>;regint=0${opts.password ? `;auth_pass=${opts.password}` : ''}${opts.srtp ? ';mediaenc=srtp-mand' : ''}\n`);

@@ -1,7 +1,7 @@
 // Imports run one way: each layer of src/ (a top-level folder, or a top-level file) imports only
 // from the layers after it in LAYERS, never from one before it. A cycle between two layers needs
-// one such upward import, so it fails here too. README's Layout section names the same layers in
-// the same order; the last test holds the two together.
+// one such upward import, so it fails here too. docs/architecture.md's Layout section names the same
+// layers in the same order; the last test holds the two together.
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -98,13 +98,16 @@ test('every top-level folder and file of src/ has a layer, and every layer exist
   assert.deepEqual([...present].sort(), [...LAYERS].sort());
 });
 
-test("README's Layout section names the layers in this order", () => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const layout = readme.slice(readme.indexOf('## Layout'), readme.indexOf('\n## ', readme.indexOf('## Layout') + 1));
+test("docs/architecture.md's Layout section names the layers in this order", () => {
+  const doc = readFileSync(join(ROOT, 'docs/architecture.md'), 'utf8');
+  const start = doc.indexOf('\n## Layout\n');
+  assert.ok(start >= 0, 'docs/architecture.md: no "## Layout" section');
+  const end = doc.indexOf('\n## ', start + 1);
+  const layout = doc.slice(start, end < 0 ? undefined : end);
   const oneWay = layout.split('\n').find((line) => line.startsWith('Imports run one way'));
-  assert.ok(oneWay, 'README Layout: no "Imports run one way" line');
+  assert.ok(oneWay, 'docs/architecture.md Layout: no "Imports run one way" line');
   const named = oneWay.split('→').map((part) => /`([^`]+)`/.exec(part)?.[1]);
-  assert.deepEqual(named, LAYERS, 'README Layout: the "Imports run one way" line');
+  assert.deepEqual(named, LAYERS, 'docs/architecture.md Layout: the "Imports run one way" line');
   const bullets = [...layout.matchAll(/^- `src\/([^/`]+)/gm)].map((m) => m[1]);
-  assert.deepEqual(bullets, LAYERS, "README Layout: the bullets' order");
+  assert.deepEqual(bullets, LAYERS, "docs/architecture.md Layout: the bullets' order");
 });
