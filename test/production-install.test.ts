@@ -2,8 +2,9 @@
 // tarball (scripts/build-release.sh) unpacked in a clean directory, `npm ci --omit=dev` with none of
 // the project's environment (its own npm configuration keeps onnxruntime-node from fetching CUDA
 // libraries), no dev dependency in reach, then the smoke set against the server started as the
-// Dockerfile starts it: ready, client secrets, an OpenAI WebSocket session, a WebRTC call. A copy
-// that was never built says in one line what to run. Last, the unit tier runs under Node 24 too.
+// Dockerfile starts it, with TLS from `parley tls dev-cert`: ready, client secrets, an OpenAI
+// WebSocket session (examples/openai-websocket.mjs, under Node 24 too), a WebRTC call. A copy that
+// was never built says in one line what to run. Last, the unit tier runs under Node 24 too.
 // No container engine runs in CI, so this takes the Dockerfile's steps without the image.
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -12,8 +13,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
-import OpenAI from 'openai';
-import { OpenAIRealtimeWS } from 'openai/realtime/ws';
+import { Agent, setGlobalDispatcher } from 'undici';
 import { openCall, type RtcClient } from './helpers/rtcClient.ts';
 import { LOOPBACK_SERVER_ENV, http, mintToken } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
@@ -52,6 +52,8 @@ const release = join(work, `parley-${VERSION}`);
 let server: ChildProcess | undefined;
 let baseUrl = '';
 let devKey = '';
+/** TLS_CERT_FILE, TLS_KEY_FILE and NODE_EXTRA_CA_CERTS, as `parley tls dev-cert` printed them. */
+let tlsSettings: Record<string, string> = {};
 let client: RtcClient | undefined;
 
 before(async () => {
@@ -139,8 +141,14 @@ test('a copy that was never built says in one line what to run', async () => {
   }
 });
 
-test('under Node 24 the server started as the Dockerfile starts it gets ready: /readyz 200', async () => {
-  const env = nodeLtsEnv({ ...LOOPBACK_SERVER_ENV, DATA_DIR: join(work, 'data') });
+test('under Node 24 the server started as the Dockerfile starts it, with a development certificate, gets ready: /readyz 200', async () => {
+  const tls = join(work, 'tls');
+  const made = await run(NODE_LTS_BIN, ['dist/cli/main.js', 'tls', 'dev-cert', '--dir', tls], { cwd: release, env: nodeLtsEnv({ DATA_DIR: join(work, 'data') }) });
+  assert.equal(made.code, 0, made.stderr);
+  tlsSettings = Object.fromEntries(made.stdout.trim().split('\n').map((line) => line.split('=', 2) as [string, string]));
+  // This process's fetch (the HTTP checks, the WebRTC offer) trusts the development CA too.
+  setGlobalDispatcher(new Agent({ connect: { ca: readFileSync(tlsSettings.NODE_EXTRA_CA_CERTS!, 'utf8') } }));
+  const env = nodeLtsEnv({ ...LOOPBACK_SERVER_ENV, DATA_DIR: join(work, 'data'), TLS_CERT_FILE: tlsSettings.TLS_CERT_FILE!, TLS_KEY_FILE: tlsSettings.TLS_KEY_FILE! });
   const proc = spawn(NODE_LTS_BIN, ['dist/cli/main.js', 'serve'], { cwd: release, env, stdio: ['ignore', 'pipe', 'pipe'] });
   server = proc;
   let out = '';
@@ -150,11 +158,11 @@ test('under Node 24 the server started as the Dockerfile starts it gets ready: /
   const started = await until(
     'the ready line',
     () => ({ out, err, exited: proc.exitCode ?? proc.signalCode }),
-    (s) => /parley ready at http:\/\/\S+/.test(s.out) || s.exited !== null,
+    (s) => /parley ready at https:\/\/\S+/.test(s.out) || s.exited !== null,
     60_000,
   );
   assert.equal(started.exited, null, `the server exited:\n${out}\n${err}`);
-  baseUrl = /parley ready at (http:\/\/\S+)/.exec(out)![1]!;
+  baseUrl = /parley ready at (https:\/\/\S+)/.exec(out)![1]!;
   devKey = /created development API key \S+ .*(sk_parley_ai_\w+)/.exec(out)?.[1] ?? '';
   assert.ok(devKey, out);
   // The speech engines' worker threads and helper processes start from dist/ under Node 24 too.
@@ -171,21 +179,16 @@ test('under Node 24: client secrets and the ICE configuration', async () => {
   assert.ok(Array.isArray(ice.body.iceServers), JSON.stringify(ice.body));
 });
 
-test("under Node 24: an OpenAI WebSocket session with OpenAI's OpenAIRealtimeWS, text in and a response out", async () => {
+test('under Node 24: an OpenAI WebSocket session, examples/openai-websocket.mjs trusting the development CA', async () => {
   assert.ok(baseUrl, 'the server started');
-  const rt = new OpenAIRealtimeWS({ model: 'gpt-realtime' }, new OpenAI({ apiKey: devKey, baseURL: `${baseUrl}/v1` }));
-  const events: any[] = [];
-  rt.on('event', (e: any) => events.push(e));
-  rt.on('error', (e: any) => events.push({ type: 'sdk.error', message: String(e?.message ?? e) }));
-  try {
-    await until('session.created', () => events.map((e) => e.type), (types) => types.includes('session.created') || types.includes('sdk.error'));
-    rt.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'What time is it?' }] } });
-    rt.send({ type: 'response.create' });
-    const done = await until('response.done', () => events.find((e) => e.type === 'response.done' || e.type === 'sdk.error'), (e) => e !== undefined, 30_000);
-    assert.equal(done.response?.status, 'completed', JSON.stringify(events.filter((e) => e.type.endsWith('error'))));
-  } finally {
-    rt.close();
-  }
+  // The example runs from the checkout, where the `openai` package (a dev dependency here) is.
+  const session = await run(NODE_LTS_BIN, ['examples/openai-websocket.mjs'], {
+    cwd: ROOT,
+    env: nodeLtsEnv({ NODE_EXTRA_CA_CERTS: tlsSettings.NODE_EXTRA_CA_CERTS!, PARLEY_URL: baseUrl, PARLEY_API_KEY: devKey }),
+  });
+  assert.equal(session.code, 0, `${session.stdout}\n${session.stderr}`);
+  assert.match(session.stdout, /^session conv_\S+ over wss:\/\/127\.0\.0\.1:\d+$/m);
+  assert.match(session.stdout, /^response completed, \d+\.\d s of audio$/m);
 });
 
 test('under Node 24: a WebRTC call connects and its session starts', async () => {
