@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import SQLite from 'better-sqlite3';
+import { SQLite } from '../src/storage/sqliteDriver.ts';
 import { openCall } from './helpers/rtcClient.ts';
 import { startTestRedis, type TestRedis } from './helpers/redis.ts';
 import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';

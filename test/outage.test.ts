@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import SQLite from 'better-sqlite3';
+import { SQLite } from '../src/storage/sqliteDriver.ts';
 import { openCall } from './helpers/rtcClient.ts';
 import { startTestPostgres, type TestPostgres } from './helpers/postgres.ts';
 import { startTestRedis, type TestRedis } from './helpers/redis.ts';

@@ -200,14 +200,7 @@ test('under Node 24: a WebRTC call connects and its session starts', async () =>
 });
 
 test('the unit tier passes under Node 24', async () => {
-  // The checkout's better-sqlite3 is compiled for this machine's Node 20; the release's, just
-  // compiled for 24, stands in for it (test/helpers/nodeLtsSqlite.mjs).
-  const addon = join(release, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node');
-  const env = nodeLtsEnv({
-    NODE_OPTIONS: `--import=${join(ROOT, 'test/helpers/nodeLtsSqlite.mjs')}`,
-    PARLEY_TEST_SQLITE_ADDON: addon,
-  });
-  const unit = await run(NODE_LTS_BIN, ['--import', 'tsx', 'scripts/test.mjs', 'unit'], { cwd: ROOT, env });
+  const unit = await run(NODE_LTS_BIN, ['--import', 'tsx', 'scripts/test.mjs', 'unit'], { cwd: ROOT, env: nodeLtsEnv() });
   const closing = /(\d+) passed, (\d+) failed, (\d+) skipped\n$/.exec(unit.stdout);
   assert.ok(closing, `no closing line:\n${unit.stdout.slice(-4000)}\n${unit.stderr.slice(-2000)}`);
   assert.equal(unit.code, 0, unit.stdout.slice(-6000));

@@ -4,16 +4,16 @@
 // (derived from the TURN secret), written there when ice-config first mints one, and deleted when
 // the key is revoked — from then on coturn refuses them, new allocations and refreshes alike, while
 // every other key's go on. A row whose credentials have all expired is deleted too.
-import Database from 'better-sqlite3';
+import { SQLite, type SQLiteDatabase } from '../storage/sqliteDriver.js';
 import { createHmac } from 'node:crypto';
 
 /** A key's row is written again once this share of a credential's life has passed since its last write. */
 const REWRITE_AFTER = 0.5;
 
 export class TurnKeySecrets {
-  private db: Database.Database | undefined;
+  private db: SQLiteDatabase | undefined;
   /** Which keys have a secret in coturn's table, and since when: a file of Parley's own beside it. */
-  private ledger: Database.Database | undefined;
+  private ledger: SQLiteDatabase | undefined;
   /** Keys whose row is written, and when (ms): no write per ice-config request. */
   private readonly granted = new Map<string, number>();
 
@@ -71,17 +71,17 @@ export class TurnKeySecrets {
     return createHmac('sha256', this.master).update(`parley-turn-key:${apiKeyId}`).digest('hex');
   }
 
-  private open(): { db: Database.Database; ledger: Database.Database } {
+  private open(): { db: SQLiteDatabase; ledger: SQLiteDatabase } {
     if (this.db && this.ledger) return { db: this.db, ledger: this.ledger };
     // coturn creates its tables when it starts (Parley never changes its schema: coturn's prepared
     // queries would fail once after a change).
-    const db = new Database(this.file, { fileMustExist: true });
+    const db = new SQLite(this.file, { fileMustExist: true });
     db.pragma('busy_timeout = 2000');
     // coturn reads this file on every request and sets no busy timeout: in rollback-journal mode a
     // read that meets our write (a revocation's DELETE) fails, and coturn refuses that request —
     // another key's allocation answered 401 (seen in CI). In WAL mode readers never wait for a writer.
     db.pragma('journal_mode = WAL');
-    const ledger = new Database(`${this.file}.keys`);
+    const ledger = new SQLite(`${this.file}.keys`);
     ledger.pragma('busy_timeout = 2000');
     ledger.exec('CREATE TABLE IF NOT EXISTS parley_turn_key (key_id varchar(64) primary key, value varchar(127), granted_at integer)');
     this.db = db;

@@ -209,7 +209,7 @@ export async function openDatabase(url: string, log?: DatabaseLog): Promise<Open
 async function dialectFor(url: string, log?: DatabaseLog): Promise<Dialect> {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
-    const { default: SQLite } = await import('better-sqlite3');
+    const { SQLite } = await import('./sqliteDriver.js');
     const onDisk = path !== ':memory:';
     if (onDisk) {
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 });

@@ -1,7 +1,7 @@
 // The per-key TURN secrets in coturn's user database: a row outlives every credential signed with
 // it (a credential may be minted up to half a life after the row's last write), and goes after.
 import assert from 'node:assert/strict';
-import Database from 'better-sqlite3';
+import { SQLite as Database } from '../../src/storage/sqliteDriver.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
