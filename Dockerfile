@@ -2,16 +2,24 @@
 #   docker build -t parley .
 #   docker compose up -d          (compose.yaml: Parley, PostgreSQL, Redis; see docs/deploying/production.md)
 
-# Build stage: the release as scripts/build-release.sh makes it (test/build.test.ts runs the same
-# script in a clean directory, since no container engine runs in this project's CI).
+# Build stage: the release tarball as scripts/build-release.sh makes it, from the sources with their
+# dev dependencies (TypeScript).
 FROM node:24-bookworm-slim AS build
-# Compilers for better-sqlite3 and other native modules when no prebuilt binary fits.
+# Compilers for better-sqlite3 12 (Node 20's SQLite driver, still installed) when no prebuilt binary fits.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ ca-certificates \
  && rm -rf /var/lib/apt/lists/*
-WORKDIR /app
+WORKDIR /src
 COPY . .
-RUN bash scripts/build-release.sh
+RUN npm ci --no-audit --no-fund --loglevel=error \
+ && bash scripts/build-release.sh /tmp/parley-release.tgz
+
+# Install stage: the release installed as on any host, runtime dependencies only (npm ci --omit=dev;
+# test/production-install.test.ts takes the same steps, since no container engine runs in CI).
+FROM build AS install
+WORKDIR /app
+RUN tar -xzf /tmp/parley-release.tgz --strip-components=1 -C /app \
+ && npm ci --omit=dev --no-audit --no-fund --loglevel=error
 
 # Runtime stage: what `scripts/setup.sh --runtime` installs on a Debian host, and the release.
 FROM node:24-bookworm-slim
@@ -19,9 +27,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends pocketsphinx pocketsphinx-en-us flite espeak-ng coturn tini \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
-COPY --from=build /app/package.json /app/package-lock.json ./
-COPY --from=build /app/node_modules ./node_modules
-COPY --from=build /app/dist ./dist
+COPY --from=install /app ./
 # Parley's own state (SQLite file when DATABASE_URL is unset, generated secrets, node id, coturn's
 # files) and the calls' recordings, each on a volume (recordings grow, and nodes may share theirs),
 # owned by the unprivileged user the service runs as.
