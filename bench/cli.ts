@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const dataDir = mkdtempSync(join(tmpdir(), 'parley-bench-cli-'));
-const env = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
 for (const name of ['NODE_OPTIONS', 'NODE_TEST_CONTEXT']) delete env[name];
 
 const commands: [string, string[]][] = [

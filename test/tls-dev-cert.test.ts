@@ -4,12 +4,14 @@
 // holds a session with it.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
+import { encodeWav } from '../src/media/audio/wav.ts';
 import { PARLEY, startServer, type RunningServer } from './helpers/server.ts';
+import { speak } from './helpers/speech.ts';
 import { until } from './helpers/wait.ts';
 
 const run = promisify(execFile);
@@ -47,13 +49,17 @@ test('a Node client with NODE_EXTRA_CA_CERTS from dev-cert trusts the server', a
   await run(process.execPath, ['-e', probe, server.baseUrl], { env: { ...process.env, NODE_EXTRA_CA_CERTS: settings.NODE_EXTRA_CA_CERTS } });
 });
 
-test("examples/openai-websocket.mjs, trusting the development CA through NODE_EXTRA_CA_CERTS: text in, a spoken response out", async () => {
+test("examples/openai-websocket.mjs, trusting the development CA through NODE_EXTRA_CA_CERTS: a question in text, one in speech, spoken answers", async () => {
+  const wav = join(dir, 'question-24k.wav');
+  writeFileSync(wav, encodeWav([speak('what time is it', 24_000)], 24_000));
   const { stdout } = await run(process.execPath, ['examples/openai-websocket.mjs'], {
-    env: { ...process.env, NODE_EXTRA_CA_CERTS: settings.NODE_EXTRA_CA_CERTS, PARLEY_URL: server.baseUrl, PARLEY_API_KEY: server.devKey },
-    timeout: 30_000,
+    env: { ...process.env, NODE_EXTRA_CA_CERTS: settings.NODE_EXTRA_CA_CERTS, PARLEY_URL: server.baseUrl, PARLEY_API_KEY: server.devKey, AUDIO_FILE: wav },
+    timeout: 60_000,
   });
   assert.match(stdout, /^session conv_\S+ over wss:\/\/127\.0\.0\.1:\d+$/m);
-  const done = /^response completed, (\d+\.\d) s of audio$/m.exec(stdout);
-  assert.ok(done, stdout);
-  assert.ok(Number(done[1]) > 0, `the answer came with audio: ${stdout}`);
+  const done = [...stdout.matchAll(/^response completed, (\d+\.\d) s of audio$/gm)];
+  assert.equal(done.length, 2, stdout);
+  for (const [, seconds] of done) assert.ok(Number(seconds) > 0, `each answer came with audio: ${stdout}`);
+  // The second answer is to the spoken question (the offline agent repeats what it heard, or tells the time).
+  assert.match(stdout.slice(stdout.indexOf('response completed')), /time|\d:\d\d/i, stdout);
 });
