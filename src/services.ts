@@ -17,6 +17,8 @@ import { CandidateFilter, ownMediaAddresses } from './calls/webrtc/candidateFilt
 import { WebRtcTransports } from './calls/webrtc/webrtcTransports.js';
 import { Metrics } from './observability/metrics.js';
 import { EventLoopWatch } from './observability/eventLoop.js';
+import { NodeLoad } from './observability/nodeLoad.js';
+import { EncoderComplexity } from './media/encoderComplexity.js';
 import { ReadinessChecks, type Health } from './observability/readiness.js';
 import { libDataChannelFactory } from './calls/webrtc/peer/libdatachannel.js';
 import { weriftFactory } from './calls/webrtc/peer/werift.js';
@@ -133,6 +135,29 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   const eventLoop = new EventLoopWatch(config.EVENT_LOOP_LAG_DEGRADED_MS, metrics.eventLoopLag);
   teardown.add('event loop watch', () => eventLoop.stop());
   readiness.register('event_loop', eventLoop);
+  // The node's load: the encoders give up complexity as it rises, and above LOAD_THRESHOLD the node
+  // takes no new calls (admission) while other nodes are offered them (the heartbeat's load).
+  const encoderComplexity = new EncoderComplexity({ max: config.OPUS_COMPLEXITY, min: config.OPUS_MIN_COMPLEXITY, threshold: config.LOAD_THRESHOLD });
+  metrics.loadThreshold.set(config.LOAD_THRESHOLD);
+  metrics.opusComplexity.set(encoderComplexity.current);
+  /** Tells the other nodes at once when this one stops or starts taking calls (set once it heartbeats). */
+  let loadTurned = () => {};
+  let wasAccepting = true;
+  const nodeLoad: NodeLoad = new NodeLoad({
+    threshold: config.LOAD_THRESHOLD,
+    onSample: (load) => {
+      metrics.nodeLoad.set(load);
+      metrics.opusComplexity.set(encoderComplexity.observe(load));
+      const accepting = nodeLoad.overloaded === undefined;
+      if (accepting !== wasAccepting) {
+        wasAccepting = accepting;
+        log.warn({ load: Number(load.toFixed(2)), threshold: config.LOAD_THRESHOLD }, accepting ? 'load back under the threshold: taking new calls again' : 'load above the threshold: new calls go to other nodes');
+        loadTurned();
+      }
+    },
+  });
+  teardown.add('node load', () => nodeLoad.stop());
+  readiness.register('load', nodeLoad);
   const keyCache = new ApiKeyCache(store.apiKeys, config.KEY_CACHE_TTL_MS, config.KEY_CACHE_STALE_MS, store.database.availability);
   keyCache.start();
   teardown.add('API key cache', () => keyCache.stop());
@@ -150,7 +175,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   const sessionDefaults = sessionDefaultsOf(config);
   const nodeId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
   const nodeStore = new NodeStore(store.db);
-  const admission = admissionOf(config, metrics);
+  const admission = admissionOf(config, metrics, () => nodeLoad.overloaded);
   let httpListener: Listener | undefined = configuredHttpListener(config);
   const webhookPublisher = await startWebhooks(config, store, webhookGuard(config, nodeStore, () => httpListener), metrics, log, teardown);
   const recordings = new Recordings(
@@ -199,7 +224,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     }),
     metrics,
     log,
-    opusComplexity: config.OPUS_COMPLEXITY,
+    opusComplexity: () => encoderComplexity.current,
   });
   const watcher = new RevocationWatcher({
     liveCalls: () => calls.liveCalls(),
@@ -221,7 +246,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
       nodeId,
       heartbeatMs: config.NODE_HEARTBEAT_MS,
       lostAfterMs: config.NODE_LOST_AFTER_MS,
-      facts: () => ({ url: nodeUrl, calls: calls.activeCount, max_calls: config.MAX_CONCURRENT_CALLS, media_address: config.ICE_PUBLIC_IP ?? config.ICE_BIND_ADDRESS ?? null }),
+      facts: () => ({ url: nodeUrl, calls: calls.activeCount, max_calls: config.MAX_CONCURRENT_CALLS, load: nodeLoad.value, accepting: nodeLoad.overloaded === undefined ? 1 : 0, media_address: config.ICE_PUBLIC_IP ?? config.ICE_BIND_ADDRESS ?? null }),
       // A call lost with its node never told its end: the node that records it failed does.
       lost: async (lostCalls) => {
         for (const call of lostCalls) await webhookPublisher.publish(call.apiKeyId, 'call.failed', lostCallData(call));
@@ -231,6 +256,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   );
   await liveness.start();
   teardown.add('node liveness', () => liveness.stop());
+  loadTurned = () => void liveness.heartbeatNow().catch(() => {});
   // Offered calls only while its heartbeats are recent: a node killed a moment ago is not.
   const nodeDirectory = new NodeDirectory(nodeStore, { selfId: nodeId, freshForMs: Math.min(config.NODE_LOST_AFTER_MS, 3 * config.NODE_HEARTBEAT_MS) });
   readiness.register('node', () => (calls.isDraining ? { state: 'failed', detail: 'shutting down' } : { state: 'ready' }));
@@ -289,7 +315,7 @@ function followKeyChanges(store: Store, keyCache: ApiKeyCache, keyRevoked: (id: 
   teardown.add('signing key reload', () => clearInterval(reloadTimer));
 }
 
-function admissionOf(config: Config, metrics: Metrics): Admission {
+function admissionOf(config: Config, metrics: Metrics, overload: () => string | undefined): Admission {
   return new Admission(
     {
       maxCalls: config.MAX_CONCURRENT_CALLS,
@@ -300,6 +326,7 @@ function admissionOf(config: Config, metrics: Metrics): Admission {
       maxHalfOpenSip: config.SIP_MAX_HALF_OPEN_CALLS,
     },
     (counts) => metrics.halfOpenCalls.set(counts.halfOpen),
+    overload,
   );
 }
 

@@ -113,7 +113,7 @@ describe('two nodes sharing PostgreSQL and Redis', () => {
     assert.ok(candidatePorts(client.answerSdp).length > 0);
     assert.ok(candidatePorts(client.answerSdp).every((p) => !portsA.has(p)));
     assert.equal((await record(nodeB, client.conversationId)).state, 'active');
-    assert.match(await (await fetch(`${nodeA.baseUrl}/metrics`)).text(), /parley_calls_forwarded_total\{status="200"\} 1/);
+    assert.match(await (await fetch(`${nodeA.baseUrl}/metrics`)).text(), /parley_calls_forwarded_total\{status="200",reason="full"\} 1/);
   });
 
   test("the OpenAI form is passed on too, and a hang-up sent to A ends the call on B", async () => {

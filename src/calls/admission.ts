@@ -6,8 +6,8 @@
 // must not be able to hold the slots of live calls. SIP calls connecting (ringing, or answered and
 // not yet ACKed) count against a budget of their own instead (SIP_MAX_HALF_OPEN_CALLS), neither their
 // key's nor the node's: INVITEs cost nothing to send either, and a flood of them must not lock the
-// key that owns SIP calls out of its WebRTC and WebSocket calls. Counted in this process (each node,
-// each worker).
+// key that owns SIP calls out of its WebRTC and WebSocket calls. Above its load threshold
+// (LOAD_THRESHOLD) the node takes no call at all. Counted in this process (each node, each worker).
 
 /** Whose call it is. */
 export interface Caller {
@@ -84,16 +84,23 @@ export class Admission {
     private readonly limits: AdmissionLimits,
     /** Told the counts after every change (metrics). */
     private readonly observe: (counts: AdmissionCounts) => void = () => {},
+    /** Why the node is too loaded to take a call now (src/observability/nodeLoad.ts), or undefined. */
+    private readonly overload: () => string | undefined = () => undefined,
   ) {}
+
+  /** Why the node takes no call from anyone now because of its load, or undefined. */
+  get loaded(): string | undefined {
+    return this.overload();
+  }
 
   get counts(): AdmissionCounts {
     return { calls: this.calls, halfOpen: this.halfOpen + this.halfOpenSip };
   }
 
-  /** The node takes no call from anyone now (SIP's aside): at its limit, or its half-open budget is spent. */
+  /** The node takes no call from anyone now (SIP's aside): at its limit, its half-open budget spent, or loaded. */
   get isFull(): boolean {
     const { maxCalls, maxHalfOpen } = this.limits;
-    return this.calls >= maxCalls || (maxHalfOpen > 0 && this.halfOpen >= maxHalfOpen);
+    return this.calls >= maxCalls || (maxHalfOpen > 0 && this.halfOpen >= maxHalfOpen) || this.overload() !== undefined;
   }
 
   /** The limit of its own this caller is at, if any (whether or not the node is full). */
@@ -120,6 +127,8 @@ export class Admission {
     const refusal = this.callerRefusal(caller);
     if (refusal) throw refusal;
     if (this.calls >= this.limits.maxCalls) throw new CallCapacityExceeded('This server is at its limit of concurrent calls; retry shortly.');
+    const loaded = this.overload();
+    if (loaded) throw new CallCapacityExceeded(loaded);
     const sip = caller.door === 'sip';
     if (sip && this.halfOpenSip >= this.limits.maxHalfOpenSip) throw new CallCapacityExceeded('This server has too many SIP calls still connecting; retry shortly.');
     if (!sip && this.isFull) throw new CallCapacityExceeded('This server has too many calls still connecting; retry shortly.');

@@ -1,6 +1,6 @@
 // Where calls can go besides this node: the other live nodes of the registry (workers of this
-// machine and nodes sharing its database), with their listeners and how full they were at their
-// last heartbeat.
+// machine and nodes sharing its database), with their listeners, how full and how loaded they were
+// at their last heartbeat.
 import type { NodesTable } from '../storage/db.js';
 import type { NodeStore } from '../storage/nodes.js';
 
@@ -16,13 +16,16 @@ export class NodeDirectory {
     private readonly opts: NodeDirectoryOptions,
   ) {}
 
-  /** Other live nodes with room for a call, least loaded (by share of their limit) first. */
+  /**
+   * Other live nodes with room for a call (under their call limit, and taking calls under their load
+   * threshold), least loaded first: by load figure, then by share of their call limit.
+   */
   async withRoom(): Promise<NodesTable[]> {
     const since = new Date(Date.now() - this.opts.freshForMs).toISOString();
     const live = await this.nodes.live(since);
     return live
-      .filter((n) => n.id !== this.opts.selfId && n.url && n.calls < n.max_calls)
-      .sort((a, b) => a.calls / a.max_calls - b.calls / b.max_calls || a.calls - b.calls);
+      .filter((n) => n.id !== this.opts.selfId && n.url && n.calls < n.max_calls && Number(n.accepting) === 1)
+      .sort((a, b) => a.load - b.load || a.calls / a.max_calls - b.calls / b.max_calls || a.calls - b.calls);
   }
 
   /** The listener of node `id` while it is running, else undefined. */

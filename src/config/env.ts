@@ -546,6 +546,16 @@ export const settings = {
     default: '5',
     parse: int(0, 10),
   },
+  OPUS_MIN_COMPLEXITY: {
+    doc: 'The lowest Opus encoder complexity the node steps down to under load (from OPUS_COMPLEXITY, a step each second the load is above 0.8 × LOAD_THRESHOLD, back up a step after 3 s below 0.6 × it): headroom before the node refuses calls.',
+    default: '2',
+    parse: int(0, 10),
+  },
+  LOAD_THRESHOLD: {
+    doc: "The node's load (0–1: the busiest of its event loop's busy share, the machine's cores' busy share, and its event loop's lateness against 100 ms; smoothed over ≈ 3 s) at which it takes no new calls itself: calls go to the least-loaded other node under it (WebRTC offers are passed on), or get 503 with Retry-After. It takes calls again 0.05 below. 0: off (only MAX_CONCURRENT_CALLS limits).",
+    default: '0.75',
+    parse: num(0, 1),
+  },
   VAD: {
     doc: "Voice-activity detector for the caller's turns: silero (Silero VAD v5, in-process ONNX, ≈ 0.3 ms per 32 ms) or webrtc (WebRTC VAD, cheaper, less sure of noise).",
     default: 'silero',
@@ -646,6 +656,7 @@ function crossChecks(c: Parsed): string[] {
   if (c.STT_PROVIDER === 'http' && !c.STT_URL) problems.push('STT_PROVIDER: http needs STT_URL');
   if (c.TTS_PROVIDER === 'http' && !c.TTS_URL) problems.push('TTS_PROVIDER: http needs TTS_URL');
   if ((c.TLS_CERT_FILE === undefined) !== (c.TLS_KEY_FILE === undefined)) problems.push('TLS_CERT_FILE: TLS needs both TLS_CERT_FILE and TLS_KEY_FILE');
+  if (c.OPUS_MIN_COMPLEXITY > c.OPUS_COMPLEXITY) problems.push('OPUS_MIN_COMPLEXITY: must be at most OPUS_COMPLEXITY');
   if (c.NODE_LOST_AFTER_MS < 2 * c.NODE_HEARTBEAT_MS) problems.push('NODE_LOST_AFTER_MS: must be at least twice NODE_HEARTBEAT_MS');
   if (c.HTTP_REQUEST_TIMEOUT_MS < c.HTTP_HEADERS_TIMEOUT_MS) problems.push('HTTP_REQUEST_TIMEOUT_MS: must be at least HTTP_HEADERS_TIMEOUT_MS');
   if ((c.WEBHOOK_URL === undefined) !== (c.WEBHOOK_SECRET === undefined)) problems.push('WEBHOOK_URL: webhooks need both WEBHOOK_URL and WEBHOOK_SECRET');

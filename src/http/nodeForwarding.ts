@@ -84,8 +84,8 @@ export function sendAnswer(reply: FastifyReply, answer: NodeAnswer): FastifyRepl
 }
 
 /**
- * preParsing hook of the calls routes: a node at its call limit passes the request to the live
- * node with room that is least loaded; one that is gone, full or draining (503) gives way to the
+ * preParsing hook of the calls routes: a node at its call limit or its load threshold passes the
+ * request to the live node with room that is least loaded; one that is gone, full or draining (503) gives way to the
  * next. When none takes it, this node answers (503 with Retry-After). A caller at one of its own
  * limits (src/calls/admission.ts) is not passed on: this node answers 429.
  */
@@ -104,7 +104,7 @@ export function passCallsWhenFull(services: Services): preParsingAsyncHookHandle
       });
       if (!answer || answer.status === 503) continue;
       req.log.info({ reqId: req.id, node: node.id, status: answer.status }, 'call passed to another node');
-      services.metrics.callsForwarded.inc({ status: String(answer.status) });
+      services.metrics.callsForwarded.inc({ status: String(answer.status), reason: services.admission.loaded ? 'loaded' : 'full' });
       sendAnswer(reply, answer);
       return payload;
     }

@@ -7,18 +7,23 @@ export interface OpusEncoderOptions {
   /**
    * libopus's speed/quality trade-off, 0–10. Encoding is most of a call's CPU: at 9 (libopus's
    * default, and libwebrtc's on desktops) it costs ≈ 1.8× what it costs at 5 (libwebrtc's on phones).
+   * A function is asked before each frame: the node lowers it under load (EncoderComplexity).
    */
-  complexity?: number;
+  complexity?: number | (() => number);
 }
 
 export const DEFAULT_OPUS_COMPLEXITY = 5;
 
 export class OpusFrameEncoder {
   private readonly encoder = new Encoder({ channels: 1, sample_rate: SAMPLE_RATE, application: 'voip' });
+  private readonly complexity: () => number;
+  private applied: number;
 
   constructor({ bitrate = 32_000, complexity = DEFAULT_OPUS_COMPLEXITY }: OpusEncoderOptions = {}) {
     this.encoder.bitrate = bitrate;
-    this.encoder.complexity = complexity as Encoder['complexity'];
+    this.complexity = typeof complexity === 'function' ? complexity : () => complexity;
+    this.applied = this.complexity();
+    this.encoder.complexity = this.applied as Encoder['complexity'];
     // In-band FEC lets a browser rebuild a lost packet from the next one.
     this.encoder.inband_fec = true;
     this.encoder.packet_loss = 5;
@@ -26,6 +31,11 @@ export class OpusFrameEncoder {
 
   /** Encodes one 20 ms frame (960 samples). */
   encode(frame: Int16Array): Buffer {
+    const complexity = this.complexity();
+    if (complexity !== this.applied) {
+      this.applied = complexity;
+      this.encoder.complexity = complexity as Encoder['complexity'];
+    }
     const out = this.encoder.encode(frame);
     return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
   }

@@ -88,8 +88,23 @@ export class Metrics {
   });
   readonly callsForwarded = new Counter({
     name: 'parley_calls_forwarded_total',
-    help: 'Calls requests this node, at its limit, passed to another node, by the status that node answered',
-    labelNames: ['status'] as const,
+    help: 'Calls requests this node, at its limit or its load threshold, passed to another node, by the status that node answered and why (full, loaded)',
+    labelNames: ['status', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly nodeLoad = new Gauge({
+    name: 'parley_node_load',
+    help: "This node's load (0-1, smoothed): the busiest of its event loop's busy share, the machine's cores' busy share, its loop lateness against 100 ms",
+    registers: [this.registry],
+  });
+  readonly loadThreshold = new Gauge({
+    name: 'parley_node_load_threshold',
+    help: 'LOAD_THRESHOLD: the load at which this node takes no new calls (0: off)',
+    registers: [this.registry],
+  });
+  readonly opusComplexity = new Gauge({
+    name: 'parley_opus_complexity',
+    help: "The Opus encoders' complexity now (OPUS_COMPLEXITY, lowered under load down to OPUS_MIN_COMPLEXITY)",
     registers: [this.registry],
   });
 

@@ -76,6 +76,10 @@ export interface NodesTable {
   calls: number;
   /** Its MAX_CONCURRENT_CALLS. */
   max_calls: number;
+  /** Its load figure (0-1, observability/nodeLoad.ts), as of its last heartbeat. */
+  load: number;
+  /** 1 while it takes new calls (under its LOAD_THRESHOLD), 0 above it. */
+  accepting: number;
   /** The address its calls' media candidates carry (ICE_PUBLIC_IP, else ICE_BIND_ADDRESS), when known. */
   media_address: string | null;
 }

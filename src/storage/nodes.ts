@@ -28,6 +28,8 @@ export class NodeStore {
       url: null,
       calls: 0,
       max_calls: 0,
+      load: 0,
+      accepting: 1,
       media_address: null,
       ...facts,
     };

@@ -7,6 +7,7 @@ import { VideoReceiver, type VideoFrameInfo } from '../../media/videoReceiver.js
 import { rtpQuality, type WireQuality } from '../callFigures.js';
 import type { ServerPeer } from './peer/types.js';
 import type { OfferPlan } from './sdpOffer.js';
+import type { OpusEncoderOptions } from '../../media/opusCodec.js';
 
 /** Browsers expect RTCP about once a second. */
 const RTCP_INTERVAL_MS = 1000;
@@ -28,7 +29,7 @@ export class MediaSession {
   private readonly rtp: RtpSession;
   private readonly video: VideoReceiver | undefined;
 
-  constructor(peer: ServerPeer, plan: OfferPlan, opusComplexity: number | undefined, sink: MediaSink) {
+  constructor(peer: ServerPeer, plan: OfferPlan, opusComplexity: OpusEncoderOptions['complexity'], sink: MediaSink) {
     this.rtp = new RtpSession({
       payloadType: plan.opusPayloadType,
       opus: { complexity: opusComplexity },

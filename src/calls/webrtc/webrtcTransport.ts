@@ -8,6 +8,7 @@ import type { MediaTrackTransport, MessageChannel, TransportEvents } from '../tr
 import { MediaSession } from './mediaSession.js';
 import type { PeerState, RemoteCandidate, ServerPeer } from './peer/types.js';
 import type { OfferPlan } from './sdpOffer.js';
+import type { OpusEncoderOptions } from '../../media/opusCodec.js';
 
 /** Data-channel labels of the known clients (Orga's SDKs, OpenAI's): their channel carries the events. */
 const EVENT_CHANNEL_LABELS = new Set(['orga-realtime-client-events', 'oai-events']);
@@ -40,7 +41,7 @@ export class WebRtcTransport implements MediaTrackTransport {
   constructor(
     private readonly peer: ServerPeer,
     plan: OfferPlan,
-    opusComplexity: number | undefined,
+    opusComplexity: OpusEncoderOptions['complexity'],
   ) {
     this.media = new MediaSession(peer, plan, opusComplexity, {
       audio: (frame) => this.events?.audio(this.toInputRate(frame)),

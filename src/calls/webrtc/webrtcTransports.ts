@@ -7,6 +7,7 @@ import { TransportRejected, type PendingTransport } from '../transport.js';
 import type { CandidateFilter } from './candidateFilter.js';
 import type { PeerFactory, RemoteCandidate } from './peer/types.js';
 import type { OfferPlan } from './sdpOffer.js';
+import type { OpusEncoderOptions } from '../../media/opusCodec.js';
 import { WebRtcTransport } from './webrtcTransport.js';
 
 export interface ClientOffer {
@@ -22,8 +23,8 @@ export interface WebRtcTransportsOptions {
   candidates: CandidateFilter;
   metrics: Metrics;
   log: FastifyBaseLogger;
-  /** Opus encoder complexity of the agents' voices (OPUS_COMPLEXITY). */
-  opusComplexity?: number;
+  /** Opus encoder complexity of the agents' voices: OPUS_COMPLEXITY, lowered under load. */
+  opusComplexity?: OpusEncoderOptions['complexity'];
 }
 
 export class WebRtcTransports {

@@ -1,0 +1,112 @@
+// The node's load: one figure from 0 (idle) up, where 1 is a node that cannot keep up, sampled each
+// second from what the node can see: how busy its event loop is (every call's media clock, data
+// channel and HTTP run there), how busy the machine's cores are (the speech engines' worker threads
+// and helper processes, and anything else on the machine: a call's audio is late when the cores are
+// taken, whoever took them — LiveKit's agent workers measure the machine's CPU the same way), and
+// how late the loop ran. Above LOAD_THRESHOLD the node takes no new calls
+// itself (src/calls/admission.ts) and other nodes are offered them, as LiveKit's agent workers stop
+// taking jobs above their load threshold; on the way there the Opus encoders give up complexity
+// (src/media/encoderComplexity.ts).
+import { cpus } from 'node:os';
+import { monitorEventLoopDelay, performance, type EventLoopUtilization, type IntervalHistogram } from 'node:perf_hooks';
+import type { Health } from './readiness.js';
+
+/** Loop lateness that counts as a full load: five 20 ms media frames late. */
+export const LAG_AT_FULL_LOAD_MS = 100;
+/** Below the threshold by this much before the node takes calls again, so that it does not flap. */
+export const LOAD_HYSTERESIS = 0.05;
+/** Weight of the newest sample in the smoothed figure (about three seconds of memory). */
+const SMOOTHING = 0.4;
+
+export interface LoadSample {
+  /** Share of the interval the event loop was busy (0..1). */
+  eventLoopBusy: number;
+  /** The machine's cores' busy share over the interval (0..1; this process's share is part of it). */
+  machineCpu: number;
+  /** The loop's worst lateness in the interval, ms. */
+  loopLagMs: number;
+}
+
+/** One sample's load: its most loaded resource. */
+export function loadOf(sample: LoadSample): number {
+  return Math.max(sample.eventLoopBusy, sample.machineCpu, sample.loopLagMs / LAG_AT_FULL_LOAD_MS);
+}
+
+export interface NodeLoadOptions {
+  /** The load above which the node takes no new calls; 0 turns that off. */
+  threshold: number;
+  intervalMs?: number;
+  /** Told each new figure (metrics, the encoders' complexity). */
+  onSample?: (load: number, sample: LoadSample) => void;
+}
+
+export class NodeLoad {
+  private figure = 0;
+  private shedding = false;
+  private readonly timer: NodeJS.Timeout;
+  private readonly lag: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
+  private lastElu: EventLoopUtilization = performance.eventLoopUtilization();
+  private lastCpu = cpuTimes();
+
+  constructor(private readonly opts: NodeLoadOptions) {
+    this.lag.enable();
+    this.timer = setInterval(() => this.sample(), opts.intervalMs ?? 1000);
+    this.timer.unref();
+  }
+
+  /** The smoothed load figure. */
+  get value(): number {
+    return this.figure;
+  }
+
+  get threshold(): number {
+    return this.opts.threshold;
+  }
+
+  /** Why the node takes no new calls now, or undefined while it does. */
+  get overloaded(): string | undefined {
+    if (!this.shedding) return undefined;
+    return `This server is loaded (${this.figure.toFixed(2)}, its threshold LOAD_THRESHOLD is ${this.opts.threshold}); retry shortly or on another node.`;
+  }
+
+  health(): Health {
+    const detail = `load ${this.figure.toFixed(2)}, threshold ${this.opts.threshold || 'off'}`;
+    return this.shedding ? { state: 'degraded', detail: `${detail}: taking no new calls` } : { state: 'ready', detail };
+  }
+
+  private sample(): void {
+    const elu = performance.eventLoopUtilization(this.lastElu);
+    this.lastElu = performance.eventLoopUtilization();
+    const cpu = cpuTimes();
+    const total = cpu.total - this.lastCpu.total;
+    const busy = total > 0 ? (cpu.busy - this.lastCpu.busy) / total : 0;
+    this.lastCpu = cpu;
+    const sample: LoadSample = {
+      eventLoopBusy: elu.utilization,
+      machineCpu: Math.min(1, Math.max(0, busy)),
+      // The histogram counts in ns, and its resolution's own period in the delay.
+      loopLagMs: Math.max(0, this.lag.max / 1e6 - 10),
+    };
+    this.lag.reset();
+    this.figure = SMOOTHING * loadOf(sample) + (1 - SMOOTHING) * this.figure;
+    const { threshold } = this.opts;
+    this.shedding = threshold > 0 && (this.shedding ? this.figure >= threshold - LOAD_HYSTERESIS : this.figure >= threshold);
+    this.opts.onSample?.(this.figure, sample);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.lag.disable();
+  }
+}
+
+/** The machine's cores' time so far, ms: all of it, and the part not idle. */
+function cpuTimes(): { total: number; busy: number } {
+  let total = 0;
+  let idle = 0;
+  for (const { times } of cpus()) {
+    total += times.user + times.nice + times.sys + times.idle + times.irq;
+    idle += times.idle;
+  }
+  return { total, busy: total - idle };
+}

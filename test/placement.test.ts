@@ -1,0 +1,99 @@
+// Placement by load: two nodes sharing PostgreSQL and Redis; node A takes no new calls above its
+// load threshold, B has none (LOAD_THRESHOLD=0). A CPU burner on every core loads the machine: A's
+// load figure rises past its threshold, its Opus encoders step their complexity down, /readyz says
+// it takes no new calls, and the next WebRTC offer sent to A is answered by B (A passes it on, as a
+// full node does); a WebSocket session is refused 503 with Retry-After (not passed on: see
+// docs/operating/limits.md). With the burners gone A takes calls again and the complexity climbs
+// back. Runs alone (it loads the machine on purpose), so not in scripts/test.mjs's PARALLEL_FILES.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { availableParallelism } from 'node:os';
+import { after, before, describe, test } from 'node:test';
+import { scratchDatabase } from './helpers/postgres.ts';
+import { startTestRedis, type TestRedis } from './helpers/redis.ts';
+import { openCall, type RtcClient } from './helpers/rtcClient.ts';
+import { clusterEnv, http, metric, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { until } from './helpers/wait.ts';
+import WebSocket from 'ws';
+
+const THRESHOLD = 0.5;
+
+describe('placement by load', () => {
+  let database: Awaited<ReturnType<typeof scratchDatabase>>;
+  let redis: TestRedis;
+  let nodeA: RunningServer;
+  let nodeB: RunningServer;
+  let burners: ChildProcess[] = [];
+  const clients: RtcClient[] = [];
+
+  const stopBurners = async () => {
+    const exits = burners.map((b) => new Promise((r) => (b.exitCode !== null || b.signalCode !== null ? r(null) : b.once('exit', r))));
+    for (const b of burners) b.kill('SIGKILL');
+    await Promise.all(exits);
+    burners = [];
+  };
+
+  before(async () => {
+    database = await scratchDatabase('parley_placement');
+    redis = await startTestRedis();
+    const shared = clusterEnv({ databaseUrl: database.url, redisUrl: redis.url });
+    nodeA = await startServer({ ...shared, NODE_ID: 'node-a', LOAD_THRESHOLD: String(THRESHOLD), OPUS_COMPLEXITY: '5', OPUS_MIN_COMPLEXITY: '2' });
+    nodeB = await startServer({ ...shared, NODE_ID: 'node-b', CREATE_DEV_KEY: 'false', LOAD_THRESHOLD: '0' });
+  });
+  after(async () => {
+    await stopBurners();
+    for (const c of clients) c.close();
+    await nodeA?.stop();
+    await nodeB?.stop();
+    await redis?.stop();
+    await database?.drop();
+  });
+
+  test('A, loaded past its threshold, steps its encoders down and says so in /readyz, still 200', async () => {
+    burners = Array.from({ length: availableParallelism() }, () => spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
+    await until('A loaded past its threshold', () => metric(nodeA.baseUrl, 'parley_node_load'), (load) => load >= THRESHOLD, 30_000);
+    const ready = await until('/readyz to say A takes no new calls', () => http(nodeA.baseUrl, '/readyz'), (r) => /taking no new calls/.test(r.body?.checks?.load?.detail ?? ''), 15_000);
+    assert.equal(ready.status, 200, 'a loaded node still serves its calls');
+    assert.equal(ready.body.checks.load.state, 'degraded');
+    assert.match(ready.body.checks.load.detail, /^load \d\.\d\d, threshold 0\.5: taking no new calls$/);
+    await until("A's encoders stepped down", () => metric(nodeA.baseUrl, 'parley_opus_complexity'), (c) => c < 5, 15_000);
+    assert.equal(await metric(nodeA.baseUrl, 'parley_node_load_threshold'), THRESHOLD);
+  });
+
+  test('the next WebRTC call sent to A is answered by B and connects; A counts it placed elsewhere for its load', async () => {
+    const client = await openCall(nodeA.baseUrl, await mintToken(nodeA.baseUrl, nodeA.devKey), { params: { model: 'audio-echo' } });
+    clients.push(client);
+    assert.equal(client.answeredBy, 'node-b');
+    await client.waitConnected();
+    const record = await http(nodeA.baseUrl, `/v1/realtime/conversations/${client.conversationId}`, { token: nodeA.devKey });
+    assert.equal(record.status, 200, JSON.stringify(record.body));
+    assert.equal(record.body.state, 'active');
+    assert.match(await (await fetch(`${nodeA.baseUrl}/metrics`)).text(), /parley_calls_forwarded_total\{status="200",reason="loaded"\} 1/);
+  });
+
+  test('a WebSocket session A cannot take is refused 503 with Retry-After before the upgrade', async () => {
+    const socket = new WebSocket(`${nodeA.baseUrl.replace('http', 'ws')}/v1/realtime?model=gpt-realtime`, { headers: { authorization: `Bearer ${nodeA.devKey}` } });
+    const refused = await new Promise<{ status: number; retryAfter: string | undefined; body: any }>((resolve, reject) => {
+      socket.once('open', () => reject(new Error('the session was taken')));
+      socket.once('unexpected-response', (_req, res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode!, retryAfter: res.headers['retry-after'] as string | undefined, body: JSON.parse(text) }));
+      });
+    });
+    assert.equal(refused.status, 503);
+    assert.equal(refused.retryAfter, '5');
+    assert.equal(refused.body.error.code, 'server_busy');
+    assert.match(refused.body.error.message, /loaded.*LOAD_THRESHOLD/);
+  });
+
+  test('with the burners gone, A takes calls again and its encoders climb back', async () => {
+    await stopBurners();
+    await until('A ready for calls again', () => http(nodeA.baseUrl, '/readyz'), (r) => r.body?.checks?.load?.state === 'ready', 60_000);
+    await until("A's encoders back at OPUS_COMPLEXITY", () => metric(nodeA.baseUrl, 'parley_opus_complexity'), (c) => c === 5, 60_000);
+    const client = await openCall(nodeA.baseUrl, await mintToken(nodeA.baseUrl, nodeA.devKey), { params: { model: 'audio-echo' } });
+    clients.push(client);
+    assert.equal(client.answeredBy, 'node-a');
+    await client.waitConnected();
+  });
+});

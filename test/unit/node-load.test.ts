@@ -1,0 +1,55 @@
+// The node's load figure, the Opus complexity that follows it, and admission above the threshold.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Admission, CallCapacityExceeded } from '../../src/calls/admission.ts';
+import { EncoderComplexity, STEPS_UP_AFTER_SAMPLES } from '../../src/media/encoderComplexity.ts';
+import { LAG_AT_FULL_LOAD_MS, loadOf } from '../../src/observability/nodeLoad.ts';
+
+test('a sample loads the node as much as its busiest resource', () => {
+  assert.equal(loadOf({ eventLoopBusy: 0.2, machineCpu: 0.9, loopLagMs: 0 }), 0.9);
+  assert.equal(loadOf({ eventLoopBusy: 0.7, machineCpu: 0.3, loopLagMs: 5 }), 0.7);
+  assert.equal(loadOf({ eventLoopBusy: 0.1, machineCpu: 0.1, loopLagMs: LAG_AT_FULL_LOAD_MS / 2 }), 0.5);
+});
+
+test('complexity steps down a level per sample under load, to the floor, and back up slowly after', () => {
+  const c = new EncoderComplexity({ max: 5, min: 2, threshold: 0.75 });
+  assert.equal(c.current, 5);
+  // 0.8 × 0.75 = 0.6: down from there.
+  assert.equal(c.observe(0.59), 5);
+  assert.deepEqual([0.61, 0.9, 0.9, 0.9, 0.9].map((l) => c.observe(l)), [4, 3, 2, 2, 2]);
+  // Between 0.45 (0.6 × 0.75) and 0.6 it holds.
+  assert.deepEqual([0.5, 0.5, 0.5, 0.5].map((l) => c.observe(l)), [2, 2, 2, 2]);
+  // Below 0.45: a step up after each STEPS_UP_AFTER_SAMPLES quiet samples, to the ceiling.
+  const quiet = Array.from({ length: 4 * STEPS_UP_AFTER_SAMPLES }, () => c.observe(0.1));
+  assert.deepEqual(quiet.filter((_, i) => (i + 1) % STEPS_UP_AFTER_SAMPLES === 0), [3, 4, 5, 5]);
+  // A loaded sample in between starts the count again.
+  c.observe(0.9);
+  assert.equal(c.current, 4);
+  c.observe(0.1);
+  c.observe(0.1);
+  c.observe(0.7);
+  c.observe(0.1);
+  assert.equal(c.current, 3, 'no step up: the quiet run was broken');
+});
+
+test('with load shedding off the complexity still follows the load, against a threshold of 0.75', () => {
+  const c = new EncoderComplexity({ max: 9, min: 0, threshold: 0 });
+  assert.equal(c.observe(0.61), 8);
+});
+
+test('a loaded node admits no call, from any door, and says why; it does again once the load falls', () => {
+  let loaded: string | undefined = 'This server is loaded (0.91, its threshold LOAD_THRESHOLD is 0.75); retry shortly or on another node.';
+  const admission = new Admission(
+    { maxCalls: 10, maxHalfOpen: 10, maxCallsPerKey: 0, maxHalfOpenPerKey: 0, maxCallsPerToken: 0, maxHalfOpenSip: 10 },
+    () => {},
+    () => loaded,
+  );
+  assert.equal(admission.isFull, true);
+  assert.equal(admission.loaded, loaded);
+  for (const door of [undefined, 'sip'] as const) {
+    assert.throws(() => admission.admit({ apiKeyId: 'k', tokenId: 't', ...(door ? { door } : {}) }), (err: Error) => err instanceof CallCapacityExceeded && err.message === loaded);
+  }
+  loaded = undefined;
+  assert.equal(admission.isFull, false);
+  admission.admit({ apiKeyId: 'k', tokenId: 't' }).release();
+});
