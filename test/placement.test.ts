@@ -2,8 +2,8 @@
 // load threshold, B has none (LOAD_THRESHOLD=0). A CPU burner on every core loads the machine: A's
 // load figure rises past its threshold, its Opus encoders step their complexity down, /readyz says
 // it takes no new calls, and the next WebRTC offer sent to A is answered by B (A passes it on, as a
-// full node does); a WebSocket session is refused 503 with Retry-After (not passed on: see
-// docs/operating/limits.md). With the burners gone A takes calls again and the complexity climbs
+// full node does), and a WebSocket session opened on A is relayed to B (the client keeps its one
+// connection). With the burners gone A takes calls again and the complexity climbs
 // back. Runs alone (it loads the machine on purpose), so not in scripts/test.mjs's PARALLEL_FILES.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -71,20 +71,25 @@ describe('placement by load', () => {
     assert.match(await (await fetch(`${nodeA.baseUrl}/metrics`)).text(), /parley_calls_forwarded_total\{status="200",reason="loaded"\} 1/);
   });
 
-  test('a WebSocket session A cannot take is refused 503 with Retry-After before the upgrade', async () => {
+  test('a WebSocket session opened on A is carried by B, through the one connection to A', async () => {
     const socket = new WebSocket(`${nodeA.baseUrl.replace('http', 'ws')}/v1/realtime?model=gpt-realtime`, { headers: { authorization: `Bearer ${nodeA.devKey}` } });
-    const refused = await new Promise<{ status: number; retryAfter: string | undefined; body: any }>((resolve, reject) => {
-      socket.once('open', () => reject(new Error('the session was taken')));
-      socket.once('unexpected-response', (_req, res) => {
-        let text = '';
-        res.on('data', (d: Buffer) => (text += d));
-        res.on('end', () => resolve({ status: res.statusCode!, retryAfter: res.headers['retry-after'] as string | undefined, body: JSON.parse(text) }));
-      });
-    });
-    assert.equal(refused.status, 503);
-    assert.equal(refused.retryAfter, '5');
-    assert.equal(refused.body.error.code, 'server_busy');
-    assert.match(refused.body.error.message, /loaded.*LOAD_THRESHOLD/);
+    const events: any[] = [];
+    socket.on('message', (data) => events.push(JSON.parse(String(data))));
+    socket.on('unexpected-response', (_req, res) => events.push({ type: 'refused', status: res.statusCode }));
+    try {
+      await until('session.created', () => events.map((e) => e.type), (types) => types.includes('session.created') || types.includes('refused'));
+      assert.equal(events[0].type, 'session.created', JSON.stringify(events[0]));
+      socket.send(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'What time is it?' }] } }));
+      socket.send(JSON.stringify({ type: 'response.create' }));
+      const done: any = await until('response.done', () => events.find((e) => e.type === 'response.done'), Boolean, 30_000);
+      assert.equal(done.response.status, 'completed');
+      // B carries it (beside the WebRTC call above); A carries nothing.
+      assert.equal(await metric(nodeA.baseUrl, 'parley_active_calls'), 0);
+      assert.equal(await metric(nodeB.baseUrl, 'parley_active_calls'), 2);
+      assert.match(await (await fetch(`${nodeA.baseUrl}/metrics`)).text(), /parley_calls_forwarded_total\{status="101",reason="loaded"\} 1/);
+    } finally {
+      socket.close();
+    }
   });
 
   test('with the burners gone, A takes calls again and its encoders climb back', async () => {

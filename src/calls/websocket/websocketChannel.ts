@@ -28,7 +28,7 @@ export function websocketChannel(socket: WebSocket, label: string, maxUnsentByte
       // `data` is a Buffer: ws's default binaryType.
       socket.on('message', (data, isBinary) => inbound.add((data as Buffer).length, () => cb(isBinary ? '' : data.toString()))),
     onClose: (cb) => socket.on('close', cb),
-    // A code the relay of a sideband (src/http/sidebandRelay.ts) passes on as it is.
+    // A code the relay of a sideband (src/http/websocketRelay.ts) passes on as it is.
     close: () => socket.close(1000),
   };
 }

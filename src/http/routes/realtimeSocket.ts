@@ -17,7 +17,8 @@ import { randomId } from '../../system/ids.js';
 import { CLIENT_SECRET_PREFIX, bearerCredential, verifyApiKey, verifyToken } from '../auth.js';
 import { openAiError } from '../errors.js';
 import { callLimited } from '../rateLimits.js';
-import { relaySideband } from '../sidebandRelay.js';
+import { connectToNode, opened, relaySideband, relayWebSocket } from '../websocketRelay.js';
+import type WebSocket from 'ws';
 import { liveCallOwner } from './openai.js';
 
 /**
@@ -33,6 +34,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The session's own transport, admitted before the upgrade; or the live call a sideband connection attaches to. */
     socketTransport?: WebSocketTransport;
+    /** The session another node took (this one full or loaded): the connection is relayed there. */
+    relayedSession?: WebSocket;
     sideband?: { callId: string; apiKeyId: string; carriedBy?: string };
   }
 }
@@ -108,7 +111,11 @@ export const realtimeSocketRoutes = (services: Services): FastifyPluginAsync => 
           );
         } catch (err) {
           if (err instanceof CallLimitExceeded) throw callLimited('openai', err, services.metrics);
-          if (err instanceof CallCapacityExceeded) throw openAiError(503, 'server_busy', err.message, null, { 'Retry-After': '5' });
+          if (err instanceof CallCapacityExceeded) {
+            const elsewhere = req.forwardedFromNode ? undefined : await sessionOnAnotherNode(req);
+            if (elsewhere) return void (req.relayedSession = elsewhere);
+            throw openAiError(503, 'server_busy', err.message, null, { 'Retry-After': '5' });
+          }
           throw err;
         }
         req.socketTransport = transport;
@@ -116,14 +123,39 @@ export const realtimeSocketRoutes = (services: Services): FastifyPluginAsync => 
     },
     (socket, req) => {
       if (req.socketTransport) return req.socketTransport.bind(socket);
-      const { callId, apiKeyId, carriedBy } = req.sideband!;
       const maxUnsent = services.config.WEBSOCKET_MAX_UNSENT_BYTES;
-      if (carriedBy) return relaySideband(socket, { nodeUrl: carriedBy, path: req.url, authorization: String(req.headers.authorization), selfId: services.nodeId }, maxUnsent);
+      if (req.relayedSession) return relayWebSocket(socket, req.relayedSession, maxUnsent);
+      const { callId, apiKeyId, carriedBy } = req.sideband!;
+      if (carriedBy) return relaySideband(socket, { nodeUrl: carriedBy, path: req.url, headers: { authorization: String(req.headers.authorization) }, selfId: services.nodeId }, maxUnsent);
       // A sideband reader that stops reading is cut off; the call goes on.
       const channel = websocketChannel(socket, 'sideband', services.config.WEBSOCKET_MAX_UNSENT_BYTES, () => socket.terminate());
       if (!services.calls.attachControl(callId, apiKeyId, channel)) socket.close(1000, 'call_ended');
     },
   );
+
+  /**
+   * The session opened on the least-loaded other node with room that takes it (the client's
+   * credentials, dialect and subprotocols passed on), or undefined when none does. A caller at its
+   * own limit never gets here: that is answered 429 by this node.
+   */
+  async function sessionOnAnotherNode(req: FastifyRequest): Promise<WebSocket | undefined> {
+    const nodes = await services.nodeDirectory.withRoom().catch(() => []);
+    const reason = services.admission.loaded ? 'loaded' : 'full';
+    const headers: Record<string, string> = {};
+    for (const name of ['authorization', 'openai-beta']) if (typeof req.headers[name] === 'string') headers[name] = req.headers[name] as string;
+    const protocols = String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim()).filter(Boolean);
+    for (const node of nodes) {
+      try {
+        const upstream = await opened(connectToNode({ nodeUrl: node.url!, path: req.url, headers, protocols, selfId: services.nodeId }));
+        req.log.info({ reqId: req.id, node: node.id, reason }, 'WebSocket session passed to another node');
+        services.metrics.callsForwarded.inc({ status: '101', reason });
+        return upstream;
+      } catch (err) {
+        req.log.warn({ reqId: req.id, node: node.id, err: (err as Error).message }, 'node did not take a WebSocket session passed to it');
+      }
+    }
+    return undefined;
+  }
 
   /**
    * A sideband connection: the server API key of the call's owner, and the call live on this node —
