@@ -445,6 +445,11 @@ export const settings = {
     default: '30000',
     parse: int(1000, 3_600_000),
   },
+  SIP_MEDIA_TIMEOUT_MS: {
+    doc: 'A SIP call whose caller sends neither RTP nor RTCP for this long (it vanished without BYE: a phone unplugged, a NAT binding gone) ends (end_reason media_timeout) and is sent a BYE. Not counted while the caller holds the call (recvonly, inactive). 0: never (the call idle timeout still applies).',
+    default: '30000',
+    parse: int(0, 3_600_000),
+  },
   SIP_AUTH_MAX_FAILURES: {
     doc: 'Wrong digest passwords in a row one SIP user (of SIP_USERS) may send, from any address; then its INVITEs get 403 Forbidden for 30 s, the wait doubling with each further wrong password (up to 30 minutes). The right password after the wait starts the count over. 0: no backoff.',
     default: '5',

@@ -10,6 +10,7 @@ import type { SipRequest } from './message.js';
 import type { Headers } from './responses.js';
 import type { AnyServerTransaction } from './serverTransactions.js';
 import type { SipRouting } from '../calls/sip/sipRouting.js';
+import type { SipMediaOptions } from '../calls/sip/sipTransport.js';
 
 /** The SIP door's own limits: connections per source address, a user's wrong-password backoff. */
 export type SipLimit = 'sip-tcp-ip' | 'sip-auth-user';
@@ -26,6 +27,8 @@ export interface SipServerOptions {
   tls?: { port: number; cert: string; key: string };
   /** Stream connections (TCP, TLS): how many one untrusted source may hold (0: no limit), and how long one may bring no message. */
   streams: { maxPerSource: number; idleMs: number };
+  /** Each call's media settings (the caller's inactivity timeout). */
+  media: SipMediaOptions;
   /** The address our SDP and Contact announce (reachable by callers). */
   announcedAddress: string;
   calls: CallManager;
