@@ -15,7 +15,7 @@ import type { SipMediaOptions } from '../calls/sip/sipTransport.js';
 /** The SIP door's own limits: connections per source address, a user's wrong-password backoff. */
 export type SipLimit = 'sip-tcp-ip' | 'sip-auth-user';
 
-export const ALLOW = 'INVITE, ACK, BYE, CANCEL, OPTIONS, NOTIFY';
+export const ALLOW = 'INVITE, ACK, BYE, CANCEL, OPTIONS, NOTIFY, INFO';
 
 /** Parley's id of the call in the 180 and 200 (for a PBX's logs, and the app's hangup and sideband). */
 export const CALL_ID_HEADER = 'X-Parley-Call-Id';

@@ -12,6 +12,7 @@ import { InviteHandler } from './invite.js';
 import { SipListener, type Peer } from './listener.js';
 import { param, parseMessage, type SipRequest } from './message.js';
 import { hostPort, responseTo, type Headers } from './responses.js';
+import { refusalOf } from './requestChecks.js';
 import { InviteServerTransaction, ServerTransactions, type AnyServerTransaction } from './serverTransactions.js';
 
 export type { SipServerOptions } from './core.js';
@@ -94,9 +95,15 @@ export class SipServer implements SipCore {
     const known = this.transactions.find(req);
     // A retransmission: the same answer again (or none yet, while we work on it).
     if (known) return known.retransmitted();
+    const toTag = param(req.to, 'tag');
+    // A request we are already handling that came again by another path (before its transaction
+    // opens: it answers this branch, not the first one's).
+    const merged = !toTag && req.method !== 'CANCEL' && this.transactions.merged(req);
     const tx = this.transactions.open(req, peer, (bytes) => this.send(peer, bytes));
     if (!tx) return;
-    const toTag = param(req.to, 'tag');
+    if (merged) return this.respond(req, peer, 482, 'Loop Detected', tx);
+    const refusal = refusalOf(req);
+    if (refusal) return this.respond(req, peer, refusal.status, refusal.reason, tx, refusal.headers);
     if (tx instanceof InviteServerTransaction) {
       if (toTag) return this.inDialog.reInvite(req, peer, tx);
       return void this.invites.invite(req, peer, tx).catch((err: Error) => {
@@ -111,6 +118,8 @@ export class SipServer implements SipCore {
         return this.cancel(req, peer, tx);
       case 'NOTIFY':
         return this.inDialog.notify(req, peer, tx);
+      case 'INFO':
+        return this.inDialog.info(req, peer, tx);
       case 'OPTIONS':
         return this.respond(req, peer, 200, 'OK', tx, [
           ['Allow', ALLOW],

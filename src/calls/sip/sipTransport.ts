@@ -154,6 +154,13 @@ export class SipTransport implements MediaTrackTransport {
     }
   }
 
+  /** A key the caller pressed, told in its signalling (SIP INFO) rather than in the RTP. */
+  keyPressed(digit: string): void {
+    if (this.closed) return;
+    this.events?.activity();
+    this.events?.dtmf(digit);
+  }
+
   /** The caller hung up (BYE) or gave up (CANCEL). */
   callerEnded(reason: string): void {
     this.endedByCaller = true;

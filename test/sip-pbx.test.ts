@@ -1,0 +1,180 @@
+// SIP the way a PBX or trunk expects it: a call carried through a lossy UDP relay (its first 200 OK
+// and first ACK dropped: the 2xx is resent until the ACK gets through); silence keeping the media
+// path open before the agent has said anything; key presses sent as SIP INFO reaching the sideband;
+// a caller that goes quiet, and baresip killed without a BYE, ended by the media timeout; 420 for an
+// unsupported Require, 483 for no hops left, 482 for the same INVITE by another branch.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { createSocket, type Socket } from 'node:dgram';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import WebSocket from 'ws';
+import { readRtp, writeRtp } from '../src/media/rtp.ts';
+import { encodeWav } from '../src/media/audio/wav.ts';
+import { freePort, startBaresip, type Baresip } from './helpers/baresip.ts';
+import { G729_ONLY_OFFER, sipRequest, sipStatus } from './helpers/rawSip.ts';
+import { startServer, type RunningServer } from './helpers/server.ts';
+import { startSipRelay, type SipRelay } from './helpers/sipRelay.ts';
+import { until } from './helpers/wait.ts';
+
+/** Short, for the tests to see a vanished caller's call end (the default is 30 s). */
+const MEDIA_TIMEOUT_MS = 2000;
+
+let server: RunningServer;
+let sipPort: number;
+let dir: string;
+const closers: (() => unknown)[] = [];
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'parley-sip-pbx-'));
+  sipPort = await freePort();
+  // No SIP_USERS nor trusted ranges: loopback callers are admitted as they are.
+  server = await startServer({ SIP_PORT: String(sipPort), SIP_MEDIA_TIMEOUT_MS: String(MEDIA_TIMEOUT_MS) });
+});
+
+after(async () => {
+  for (const close of closers.reverse()) await close();
+  await server?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+async function conversation(id: string): Promise<any> {
+  const res = await fetch(`${server.baseUrl}/v1/realtime/conversations/${id}`, { headers: { authorization: `Bearer ${server.devKey}` } });
+  return res.json();
+}
+
+async function udp(): Promise<{ socket: Socket; port: number; heard: Buffer[] }> {
+  const socket = createSocket('udp4');
+  const heard: Buffer[] = [];
+  socket.on('message', (m) => heard.push(m));
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+  closers.push(() => socket.close());
+  return { socket, port: socket.address().port, heard };
+}
+
+/** A hand-written caller's dialog: its requests share a Call-ID and From tag, its Contact is its own socket. */
+function dialogRequests(sipSocketPort: number) {
+  const callId = randomBytes(8).toString('hex');
+  const fromTag = randomBytes(4).toString('hex');
+  return (method: string, seq: number, opts: { toTag?: string; branch?: string; body?: string; contentType?: string } = {}) =>
+    [
+      `${method} sip:agent@127.0.0.1:${sipPort} SIP/2.0`,
+      `Via: SIP/2.0/UDP 127.0.0.1:${sipSocketPort};branch=${opts.branch ?? `z9hG4bK${randomBytes(6).toString('hex')}`};rport`,
+      'Max-Forwards: 70',
+      `From: <sip:pbx@127.0.0.1>;tag=${fromTag}`,
+      `To: <sip:agent@127.0.0.1>${opts.toTag ? `;tag=${opts.toTag}` : ''}`,
+      `Call-ID: ${callId}`,
+      `CSeq: ${seq} ${method}`,
+      `Contact: <sip:pbx@127.0.0.1:${sipSocketPort}>`,
+      ...(opts.body ? [`Content-Type: ${opts.contentType ?? 'application/sdp'}`] : []),
+      `Content-Length: ${Buffer.byteLength(opts.body ?? '')}`,
+      '',
+      opts.body ?? '',
+    ].join('\r\n');
+}
+
+describe('a call through a lossy relay', () => {
+  test('the dropped 200 OK is resent until the (dropped, resent) ACK; silence flows before the agent speaks; INFO key presses; a caller gone quiet is ended', async () => {
+    const sip = await udp();
+    const rtp = await udp();
+    const relay: SipRelay = await startSipRelay({ address: '127.0.0.1', port: sipPort });
+    closers.push(() => relay.close());
+    const request = dialogRequests(sip.port);
+    const texts = () => sip.heard.map((m) => m.toString('latin1'));
+    const offer = `v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio ${rtp.port} RTP/AVP 0 101\r\na=rtpmap:101 telephone-event/8000\r\na=sendrecv\r\n`;
+    // The caller acknowledges every 200 OK it gets (the same ACK: RFC 3261 §13.2.2.4); the relay drops the first.
+    let ack: string | undefined;
+    let oks = 0;
+    sip.socket.on('message', (m) => {
+      const text = m.toString('latin1');
+      if (!/^SIP\/2\.0 200 [^]*CSeq: 1 INVITE/.test(text)) return;
+      oks++;
+      ack ??= request('ACK', 1, { toTag: /\r\nTo: [^\r]*;tag=([^;\s\r]+)/.exec(text)![1]! });
+      sip.socket.send(ack, relay.port, '127.0.0.1');
+    });
+    sip.socket.send(request('INVITE', 1, { body: offer }), relay.port, '127.0.0.1');
+    const ok = await until('the 200 OK through the relay', () => texts().find((t) => /^SIP\/2\.0 200 /.test(t)), (t) => t !== undefined, 30_000);
+    const heard = texts();
+    assert.ok(heard.findIndex((t) => /^SIP\/2\.0 100 /.test(t)) < heard.findIndex((t) => /^SIP\/2\.0 200 /.test(t)), '100 Trying came first');
+    const id = /X-Parley-Call-Id: (\S+)/.exec(ok!)![1]!;
+    const toTag = /\r\nTo: [^\r]*;tag=([^;\s\r]+)/.exec(ok!)![1]!;
+    await until('the call connected (an ACK got through)', () => conversation(id), (c) => c.connected_at !== null, 30_000);
+    assert.deepEqual(relay.dropped, { finals: 1, acks: 1 });
+    await until('the 200 OK resent after the dropped ACK', () => oks, (n) => n >= 2, 30_000);
+
+    // Before the agent has said anything, RTP comes all the same: G.711 silence every 20 ms.
+    const packets = await until('keep-alive RTP at the caller', () => rtp.heard.map((p) => readRtp(p)).filter((h) => h !== undefined), (h) => h.length >= 10, 30_000);
+    assert.ok(packets.every((h) => h!.payloadType === 0 && h!.payload.length === 160 && h!.payload.every((b) => b === 0xff)), 'µ-law silence');
+
+    // The caller sends its own audio meanwhile (silence), and presses keys by SIP INFO.
+    let seq = 0;
+    const sending = setInterval(() => rtp.socket.send(writeRtp({ payloadType: 0, sequenceNumber: ++seq, timestamp: seq * 160, ssrc: 42, marker: false }, Buffer.alloc(160, 0xff)), Number(/m=audio (\d+)/.exec(ok!)![1]), '127.0.0.1'), 20);
+    closers.push(() => clearInterval(sending));
+    const socket = new WebSocket(`${server.baseUrl.replace('http', 'ws')}/v1/realtime?call_id=${id}`, { headers: { authorization: `Bearer ${server.devKey}` } });
+    closers.push(() => socket.close());
+    const digits: string[] = [];
+    socket.on('message', (data) => {
+      const event = JSON.parse(String(data));
+      if (event.type === 'parley.input_audio_buffer.dtmf') digits.push(event.digit);
+    });
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    sip.socket.send(request('INFO', 2, { toTag, body: 'Signal=7\r\nDuration=160\r\n', contentType: 'application/dtmf-relay' }), relay.port, '127.0.0.1');
+    await until('the INFO answered', texts, (t) => t.some((m) => /^SIP\/2\.0 200 [^]*CSeq: 2 INFO/.test(m)), 30_000);
+    sip.socket.send(request('INFO', 3, { toTag, body: '#', contentType: 'application/dtmf' }), relay.port, '127.0.0.1');
+    sip.socket.send(request('INFO', 4, { toTag, body: '<x/>', contentType: 'application/media_control+xml' }), relay.port, '127.0.0.1');
+    await until('both key presses on the sideband', () => digits.join(''), (d) => d === '7#', 30_000);
+    await until('an INFO of another type refused', texts, (t) => t.some((m) => /^SIP\/2\.0 415 [^]*CSeq: 4 INFO/.test(m) && /\r\nAccept: application\/dtmf-relay/.test(m)), 30_000);
+
+    // The caller goes quiet without a BYE: the call ends after the media timeout, and it is sent one.
+    clearInterval(sending);
+    const record = await until('the call ended', () => conversation(id), (c) => c.state === 'ended', 30_000);
+    assert.equal(record.end_reason, 'media_timeout');
+    assert.ok(record.quality.outbound.packets > 0, 'the record counts the keep-alive packets');
+    await until('a BYE to the vanished caller', texts, (t) => t.some((m) => m.startsWith('BYE ')), 30_000);
+  });
+});
+
+describe('requests a UAS refuses before handling them', () => {
+  /** Sends `text` straight to the SIP port and resolves with its answers once a final one came. */
+  async function finalAnswer(socket: Socket, heard: Buffer[], text: string): Promise<string> {
+    const before = heard.length;
+    socket.send(text, sipPort, '127.0.0.1');
+    const all = await until('a final answer', () => heard.slice(before).map((m) => m.toString('latin1')), (t) => t.some((m) => !/^SIP\/2\.0 1\d\d /.test(m)), 30_000);
+    return all.find((m) => !/^SIP\/2\.0 1\d\d /.test(m))!;
+  }
+
+  test('420 with Unsupported, 483 with no hops left, 482 for the same INVITE by a second branch', async () => {
+    const { socket, port, heard } = await udp();
+    const via = `UDP 127.0.0.1:${port}`;
+    const required = await finalAnswer(socket, heard, sipRequest(sipPort, 'INVITE', { via, body: G729_ONLY_OFFER, headers: ['Require: 100rel, precondition'] }));
+    assert.equal(sipStatus(required), 420);
+    assert.match(required, /\r\nUnsupported: 100rel, precondition\r\n/);
+    const looped = sipRequest(sipPort, 'INVITE', { via, body: G729_ONLY_OFFER }).replace('Max-Forwards: 70', 'Max-Forwards: 0');
+    assert.equal(sipStatus(await finalAnswer(socket, heard, looped)), 483);
+    // The same INVITE (From tag, Call-ID, CSeq) under a new branch, as a forking proxy would deliver it twice.
+    const first = sipRequest(sipPort, 'INVITE', { via, body: G729_ONLY_OFFER });
+    assert.equal(sipStatus(await finalAnswer(socket, heard, first)), 488);
+    const second = first.replace(/branch=z9hG4bK[0-9a-f]+/, `branch=z9hG4bK${randomBytes(6).toString('hex')}`);
+    assert.equal(sipStatus(await finalAnswer(socket, heard, second)), 482);
+  });
+});
+
+describe('baresip killed mid-call', () => {
+  let caller: Baresip;
+
+  test('no BYE ever comes: the call ends within the media timeout', async () => {
+    const wav = join(dir, 'quiet.wav');
+    writeFileSync(wav, encodeWav([new Int16Array(8000 * 60)], 8000));
+    caller = await startBaresip(join(dir, 'baresip'), { user: 'phone', wav });
+    closers.push(() => caller.stop());
+    await caller.command('dial', `sip:agent@127.0.0.1:${sipPort}`);
+    const out = await until('the call answered', caller.out, (o) => /X-Parley-Call-Id: (conv_\S+)/.test(o), 60_000);
+    const id = /X-Parley-Call-Id: (conv_\S+)/.exec(out)![1]!;
+    await until('the call connected', () => conversation(id), (c) => c.connected_at !== null, 30_000);
+    caller.proc.kill('SIGKILL');
+    const record = await until('the call ended', () => conversation(id), (c) => c.state === 'ended', 30_000);
+    assert.equal(record.end_reason, 'media_timeout');
+  });
+});
