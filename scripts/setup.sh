@@ -56,8 +56,9 @@ fi
 if [ "$mode" = "--test" ]; then
   # opus-tools: the recordings test checks its files with opusinfo and decodes them with opusdec.
   apt_install chromium openssl sox postgresql redis-server opus-tools
-  # A real SIP user agent for the SIP front door's tests (test/sip.test.ts).
-  apt_install baresip
+  # Real SIP user agents for the SIP front door's tests (test/sip.test.ts, test/sip-pbx.test.ts):
+  # baresip, and linphonec (linphone-cli) as a second one for the registrar.
+  apt_install baresip linphone-cli
   # The tests start their own coturn instances too, with temporary configs.
   if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
     echo "setup: starting PostgreSQL" >&2

@@ -2,7 +2,9 @@
 // and first ACK dropped: the 2xx is resent until the ACK gets through); silence keeping the media
 // path open before the agent has said anything; key presses sent as SIP INFO reaching the sideband;
 // a caller that goes quiet, and baresip killed without a BYE, ended by the media timeout; 420 for an
-// unsupported Require, 483 for no hops left, 482 for the same INVITE by another branch.
+// unsupported Require, 483 for no hops left, 482 for the same INVITE by another branch; and the
+// registrar, with baresip and linphonec (two real user agents) registering with the right password
+// and refused (403) with a wrong one, the bindings read back, refreshed too briefly (423), removed.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createSocket, type Socket } from 'node:dgram';
@@ -14,10 +16,13 @@ import WebSocket from 'ws';
 import { readRtp, writeRtp } from '../src/media/rtp.ts';
 import { encodeWav } from '../src/media/audio/wav.ts';
 import { freePort, startBaresip, type Baresip } from './helpers/baresip.ts';
-import { G729_ONLY_OFFER, sipRequest, sipStatus } from './helpers/rawSip.ts';
+import { startLinphone } from './helpers/linphone.ts';
+import { G729_ONLY_OFFER, digestAuthorization, sipRequest, sipStatus } from './helpers/rawSip.ts';
 import { startServer, type RunningServer } from './helpers/server.ts';
 import { startSipRelay, type SipRelay } from './helpers/sipRelay.ts';
 import { until } from './helpers/wait.ts';
+
+const USERS = 'alice:alice-password,bob:bob-password,carol:carol-password';
 
 /** Short, for the tests to see a vanished caller's call end (the default is 30 s). */
 const MEDIA_TIMEOUT_MS = 2000;
@@ -30,8 +35,8 @@ const closers: (() => unknown)[] = [];
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'parley-sip-pbx-'));
   sipPort = await freePort();
-  // No SIP_USERS nor trusted ranges: loopback callers are admitted as they are.
-  server = await startServer({ SIP_PORT: String(sipPort), SIP_MEDIA_TIMEOUT_MS: String(MEDIA_TIMEOUT_MS) });
+  // Calls from 127.0.0.1 are trusted (a PBX's address) and need no password; registrations always do.
+  server = await startServer({ SIP_PORT: String(sipPort), SIP_MEDIA_TIMEOUT_MS: String(MEDIA_TIMEOUT_MS), SIP_USERS: USERS, SIP_TRUSTED_CIDRS: '127.0.0.1/32' });
 });
 
 after(async () => {
@@ -176,5 +181,70 @@ describe('baresip killed mid-call', () => {
     caller.proc.kill('SIGKILL');
     const record = await until('the call ended', () => conversation(id), (c) => c.state === 'ended', 30_000);
     assert.equal(record.end_reason, 'media_timeout');
+  });
+});
+
+describe('the registrar', () => {
+  /** A REGISTER from `socket` as `user`, answering a challenge when given one, with `headers` and `contact` (none: a query). */
+  function register(port: number, user: string, opts: { contact?: string; headers?: string[]; challenge?: string; password?: string; callId?: string; seq?: number } = {}): string {
+    const auth = opts.challenge ? [digestAuthorization(sipPort, opts.challenge, user, opts.password ?? `${user}-password`, 'REGISTER')] : [];
+    return sipRequest(sipPort, 'REGISTER', { via: `UDP 127.0.0.1:${port}`, user, headers: [...auth, ...(opts.headers ?? [])] })
+      .replace(/\r\nTo: <sip:agent@/, `\r\nTo: <sip:${user}@`)
+      .replace(/\r\nContact: [^\r]*/, opts.contact ? `\r\nContact: ${opts.contact}` : '')
+      .replace(/Call-ID: \S+/, `Call-ID: ${opts.callId ?? randomBytes(8).toString('hex')}`)
+      .replace('CSeq: 1 REGISTER', `CSeq: ${opts.seq ?? 1} REGISTER`);
+  }
+
+  async function answer(socket: Socket, heard: Buffer[], text: string): Promise<string> {
+    const before = heard.length;
+    socket.send(text, sipPort, '127.0.0.1');
+    const all = await until('an answer', () => heard.slice(before).map((m) => m.toString('latin1')), (t) => t.some((m) => !/^SIP\/2\.0 1\d\d /.test(m)), 30_000);
+    return all.find((m) => !/^SIP\/2\.0 1\d\d /.test(m))!;
+  }
+
+  test('baresip and linphonec register with the right password, are refused (403) with a wrong one; bindings read back, 423, removed', async () => {
+    const quiet = join(dir, 'quiet-register.wav');
+    writeFileSync(quiet, encodeWav([new Int16Array(8000)], 8000));
+    // Four user agents at once: two registering with the right password, two with a wrong one.
+    const [good, bad, phone, wrongPhone] = await Promise.all([
+      startBaresip(join(dir, 'reg-alice'), { user: 'alice', password: 'alice-password', wav: quiet, registrar: sipPort }),
+      startBaresip(join(dir, 'reg-wrong'), { user: 'carol', password: 'not-carols', wav: quiet, registrar: sipPort }),
+      startLinphone(join(dir, 'linphone-bob')),
+      startLinphone(join(dir, 'linphone-wrong')),
+    ]);
+    closers.push(() => good.stop(), () => bad.stop(), () => phone.stop(), () => wrongPhone.stop());
+    phone.command(`register sip:bob@127.0.0.1 sip:127.0.0.1:${sipPort} bob-password`);
+    wrongPhone.command(`register sip:carol@127.0.0.1 sip:127.0.0.1:${sipPort} wrong-password`);
+    await Promise.all([
+      until('baresip registered', good.out, (o) => /SIP\/2\.0 200 OK\r\n(?:[^\r]*\r\n)*?CSeq: \d+ REGISTER/.test(o), 30_000),
+      until('baresip refused', bad.out, (o) => /SIP\/2\.0 403 Forbidden\r\n(?:[^\r]*\r\n)*?CSeq: \d+ REGISTER/.test(o), 30_000),
+      until('linphonec registered', phone.out, (o) => /to \[LinphoneRegistrationOk\]/.test(o), 30_000),
+      until('linphonec refused', wrongPhone.out, (o) => /SIP\/2\.0 403 Forbidden\r?\n(?:[^\n]*\n)*?CSeq: \d+ REGISTER/.test(o) && /to \[LinphoneRegistrationFailed\]/.test(o), 30_000),
+    ]);
+
+    // What the store holds, read back by a REGISTER without Contact (any node would answer the same).
+    const { socket, port, heard } = await udp();
+    const challenge = await answer(socket, heard, register(port, 'alice'));
+    assert.equal(sipStatus(challenge), 401);
+    const alice = await answer(socket, heard, register(port, 'alice', { challenge }));
+    assert.equal(sipStatus(alice), 200);
+    const baresipContact = /\r\nContact: <([^>]+)>;expires=(\d+)/.exec(alice);
+    assert.ok(baresipContact, `alice's binding listed:\n${alice}`);
+    assert.ok(Number(baresipContact[2]) > 0 && Number(baresipContact[2]) <= 600, 'with the time it has left');
+    const bob = await answer(socket, heard, register(port, 'bob', { challenge }));
+    assert.match(bob, /\r\nContact: <sip:bob@127\.0\.0\.1:\d+[^>]*>;expires=\d+/, "linphonec's binding");
+    const carol = await answer(socket, heard, register(port, 'carol', { challenge }));
+    assert.doesNotMatch(carol, /\r\nContact:/, 'no binding for a wrong password');
+    // A user registers its own address only; a refresh too brief is refused with the shortest allowed.
+    assert.equal(sipStatus(await answer(socket, heard, register(port, 'alice', { challenge, password: 'alice-password' }).replace(/To: <sip:alice@/, 'To: <sip:bob@'))), 403);
+    const brief = await answer(socket, heard, register(port, 'alice', { challenge, contact: `<sip:alice@127.0.0.1:${port}>;expires=30` }));
+    assert.equal(sipStatus(brief), 423);
+    assert.match(brief, /\r\nMin-Expires: 60\r\n/);
+    // A second contact, then all of alice's removed.
+    const two = await answer(socket, heard, register(port, 'alice', { challenge, contact: `<sip:alice@127.0.0.1:${port}>`, headers: ['Expires: 120'] }));
+    assert.equal((two.match(/\r\nContact: /g) ?? []).length, 2);
+    const removed = await answer(socket, heard, register(port, 'alice', { challenge, contact: '*', headers: ['Expires: 0'] }));
+    assert.equal(sipStatus(removed), 200);
+    assert.doesNotMatch(await answer(socket, heard, register(port, 'alice', { challenge })), /\r\nContact:/);
   });
 });

@@ -12,6 +12,7 @@ import { InviteHandler } from './invite.js';
 import { SipListener, type Peer } from './listener.js';
 import { param, parseMessage, type SipRequest } from './message.js';
 import { hostPort, responseTo, type Headers } from './responses.js';
+import { Registrar } from './registrar.js';
 import { refusalOf } from './requestChecks.js';
 import { InviteServerTransaction, ServerTransactions, type AnyServerTransaction } from './serverTransactions.js';
 
@@ -24,11 +25,13 @@ export class SipServer implements SipCore {
   private readonly dialogs = new Dialogs(this, this.requests);
   private readonly invites = new InviteHandler(this, this.dialogs);
   private readonly inDialog = new InDialogRequests(this, this.dialogs);
+  private registrar!: Registrar;
 
   private constructor(readonly opts: SipServerOptions) {}
 
   static async start(opts: SipServerOptions): Promise<SipServer> {
     const server = new SipServer(opts);
+    server.registrar = new Registrar(server, opts.registrar);
     server.listener = await SipListener.open({
       host: opts.host,
       port: opts.port,
@@ -118,6 +121,11 @@ export class SipServer implements SipCore {
         return this.cancel(req, peer, tx);
       case 'NOTIFY':
         return this.inDialog.notify(req, peer, tx);
+      case 'REGISTER':
+        return void this.registrar.register(req, peer, tx).catch((err: Error) => {
+          this.opts.log.error({ err }, 'SIP REGISTER handling failed');
+          this.respond(req, peer, 500, 'Server Internal Error', tx);
+        });
       case 'INFO':
         return this.inDialog.info(req, peer, tx);
       case 'OPTIONS':

@@ -37,6 +37,7 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
     tls: config.TLS_CERT_FILE && config.TLS_KEY_FILE ? { port: config.SIP_TLS_PORT ?? (config.SIP_PORT && config.SIP_PORT < 65535 ? config.SIP_PORT + 1 : 0), cert: config.TLS_CERT_FILE, key: config.TLS_KEY_FILE } : undefined,
     announcedAddress: config.ICE_PUBLIC_IP || host,
     media: { inactivityTimeoutMs: config.SIP_MEDIA_TIMEOUT_MS },
+    registrar: { bindings: services.sipBindings },
     calls: services.calls,
     auth: new DigestAuth(config.SIP_USERS),
     authBackoff: new AuthBackoff(config.SIP_AUTH_MAX_FAILURES),
