@@ -4,7 +4,9 @@
 // a caller that goes quiet, and baresip killed without a BYE, ended by the media timeout; 420 for an
 // unsupported Require, 483 for no hops left, 482 for the same INVITE by another branch; and the
 // registrar, with baresip and linphonec (two real user agents) registering with the right password
-// and refused (403) with a wrong one, the bindings read back, refreshed too briefly (423), removed.
+// and refused (403) with a wrong one, the bindings read back, refreshed too briefly (423), removed;
+// and Parley registering upstream (SIP_REGISTRATIONS) with a provider's registrar written here:
+// retried after a 503, its digest challenge answered, refreshed before expiry, seen in metrics and /readyz.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createSocket, type Socket } from 'node:dgram';
@@ -16,6 +18,7 @@ import WebSocket from 'ws';
 import { readRtp, writeRtp } from '../src/media/rtp.ts';
 import { encodeWav } from '../src/media/audio/wav.ts';
 import { freePort, startBaresip, type Baresip } from './helpers/baresip.ts';
+import { DigestAuth } from '../src/sip/digest.ts';
 import { startLinphone } from './helpers/linphone.ts';
 import { G729_ONLY_OFFER, digestAuthorization, sipRequest, sipStatus } from './helpers/rawSip.ts';
 import { startServer, type RunningServer } from './helpers/server.ts';
@@ -32,11 +35,20 @@ let sipPort: number;
 let dir: string;
 const closers: (() => unknown)[] = [];
 
+/** The upstream provider's registrar: a UDP socket answering as the test says (bound before the server starts). */
+let provider: { socket: Socket; port: number; heard: Buffer[] };
+const TRUNK_USER = 'trunk-7';
+const TRUNK_PASSWORD = 'p@ss,word';
+
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'parley-sip-pbx-'));
   sipPort = await freePort();
+  provider = await udp();
+  providerAnswers();
   // Calls from 127.0.0.1 are trusted (a PBX's address) and need no password; registrations always do.
-  server = await startServer({ SIP_PORT: String(sipPort), SIP_MEDIA_TIMEOUT_MS: String(MEDIA_TIMEOUT_MS), SIP_USERS: USERS, SIP_TRUSTED_CIDRS: '127.0.0.1/32' });
+  server = await startServer({ SIP_PORT: String(sipPort), SIP_MEDIA_TIMEOUT_MS: String(MEDIA_TIMEOUT_MS), SIP_USERS: USERS, SIP_TRUSTED_CIDRS: '127.0.0.1/32',
+    SIP_REGISTRATIONS: `sip:${TRUNK_USER}:${encodeURIComponent(TRUNK_PASSWORD)}@127.0.0.1:${provider.port};expires=60`,
+  });
 });
 
 after(async () => {
@@ -246,5 +258,54 @@ describe('the registrar', () => {
     const removed = await answer(socket, heard, register(port, 'alice', { challenge, contact: '*', headers: ['Expires: 0'] }));
     assert.equal(sipStatus(removed), 200);
     assert.doesNotMatch(await answer(socket, heard, register(port, 'alice', { challenge })), /\r\nContact:/);
+  });
+});
+
+/**
+ * The provider's registrar: its first REGISTER is refused 503 (Retry-After 1), every other one
+ * without credentials challenged; with the right ones granted 2 s the first time (so Parley
+ * refreshes within the test), 60 s after.
+ */
+const registrations: { text: string; answer: number }[] = [];
+function providerAnswers(): void {
+  const auth = new DigestAuth(new Map([[TRUNK_USER, TRUNK_PASSWORD]]));
+  let granted = 0;
+  provider.socket.on('message', (m, from) => {
+    const text = m.toString('latin1');
+    if (!text.startsWith('REGISTER ')) return;
+    const head = text.split('\r\n\r\n')[0]!.split('\r\n');
+    const echoed = head.filter((l) => /^(Via|From|To|Call-ID|CSeq):/i.test(l));
+    const reply = (status: string, extra: string[] = []) => provider.socket.send([`SIP/2.0 ${status}`, ...echoed, ...extra, 'Content-Length: 0', '', ''].join('\r\n'), from.port, from.address);
+    const contact = /\r\nContact: ([^\r]*)/.exec(text)![1]!;
+    const answer = registrations.length === 0 ? 503 : !/\r\nAuthorization:/.test(text) ? 401 : auth.check(/\r\nAuthorization: ([^\r]*)/.exec(text)![1], 'REGISTER')?.passwordRight ? 200 : 403;
+    registrations.push({ text, answer });
+    if (answer === 503) return reply('503 Service Unavailable', ['Retry-After: 1']);
+    if (answer === 401) return reply('401 Unauthorized', [`WWW-Authenticate: ${auth.challenge()}`]);
+    if (answer === 403) return reply('403 Forbidden');
+    reply('200 OK', [`Contact: ${contact};expires=${granted++ === 0 ? 2 : 60}`]);
+  });
+}
+
+describe('registering upstream (SIP_REGISTRATIONS)', () => {
+  test('a 503 retried, the challenge answered, the 2 s registration refreshed; up in metrics and /readyz', async () => {
+    await until('registered, then refreshed', () => registrations.filter((r) => r.answer === 200).length, (n) => n >= 2, 30_000);
+    assert.deepEqual(registrations.slice(0, 5).map((r) => r.answer), [503, 401, 200, 401, 200]);
+    const first = registrations[0]!.text;
+    assert.match(first, /^REGISTER sip:127\.0\.0\.1:\d+ SIP\/2\.0\r\n/);
+    assert.match(first, new RegExp(`\\r\\nContact: <sip:${TRUNK_USER}@127\\.0\\.0\\.1:${sipPort}>\\r\\n`), 'our SIP port, for the provider to send calls to');
+    assert.match(first, /\r\nExpires: 60\r\n/);
+    // One registration throughout: the same Call-ID, CSeq going up.
+    const callIds = new Set(registrations.map((r) => /\r\nCall-ID: (\S+)/.exec(r.text)![1]));
+    assert.equal(callIds.size, 1);
+    const seqs = registrations.map((r) => Number(/\r\nCSeq: (\d+) REGISTER/.exec(r.text)![1]));
+    assert.ok(seqs.every((n, i) => i === 0 || n > seqs[i - 1]!), `CSeq increasing: ${seqs}`);
+    const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
+    const labels = `registrar="127.0.0.1:${provider.port}",user="${TRUNK_USER}"`;
+    assert.match(metrics, new RegExp(`^parley_sip_registration_up\\{${labels}\\} 1$`, 'm'));
+    assert.match(metrics, new RegExp(`^parley_sip_registration_failures_total\\{${labels}\\} 1$`, 'm'));
+    assert.doesNotMatch(metrics, /p@ss/, 'no password in the metrics');
+    const ready = await (await fetch(`${server.baseUrl}/readyz`)).json();
+    assert.equal(ready.checks.sip_registrations.state, 'ready');
+    assert.match(ready.checks.sip_registrations.detail, new RegExp(`${TRUNK_USER}@127\\.0\\.0\\.1:${provider.port} registered`));
   });
 });

@@ -7,6 +7,8 @@ import type { AuthBackoff } from './authBackoff.js';
 import type { DigestAuth } from './digest.js';
 import type { Peer } from './listener.js';
 import type { RegistrarOptions } from './registrar.js';
+import type { RegistrationState } from './outboundRegistrations.js';
+import type { SipRegistrationSetting } from '../config/env.js';
 import type { SipRequest } from './message.js';
 import type { Headers } from './responses.js';
 import type { AnyServerTransaction } from './serverTransactions.js';
@@ -28,6 +30,8 @@ export interface SipServerOptions {
   tls?: { port: number; cert: string; key: string };
   /** Stream connections (TCP, TLS): how many one untrusted source may hold (0: no limit), and how long one may bring no message. */
   streams: { maxPerSource: number; idleMs: number };
+  /** Accounts registered with upstream providers (outboundRegistrations.ts), and who is told of their state. */
+  registrations: { accounts: SipRegistrationSetting[]; changed: (state: RegistrationState) => void };
   /** Where registered phones' bindings are kept (the registrar, registrar.ts). */
   registrar: RegistrarOptions;
   /** Each call's media settings (the caller's inactivity timeout). */

@@ -12,6 +12,7 @@ import { InviteHandler } from './invite.js';
 import { SipListener, type Peer } from './listener.js';
 import { param, parseMessage, type SipRequest } from './message.js';
 import { hostPort, responseTo, type Headers } from './responses.js';
+import { OutboundRegistrations, type RegistrationState } from './outboundRegistrations.js';
 import { Registrar } from './registrar.js';
 import { refusalOf } from './requestChecks.js';
 import { InviteServerTransaction, ServerTransactions, type AnyServerTransaction } from './serverTransactions.js';
@@ -26,6 +27,7 @@ export class SipServer implements SipCore {
   private readonly invites = new InviteHandler(this, this.dialogs);
   private readonly inDialog = new InDialogRequests(this, this.dialogs);
   private registrar!: Registrar;
+  private registrations!: OutboundRegistrations;
 
   private constructor(readonly opts: SipServerOptions) {}
 
@@ -44,6 +46,8 @@ export class SipServer implements SipCore {
       refusedConnection: () => opts.refused('sip-tcp-ip'),
       log: opts.log,
     });
+    server.registrations = new OutboundRegistrations(server, server.requests, opts.registrations.accounts, opts.registrations.changed);
+    server.registrations.start();
     return server;
   }
 
@@ -51,7 +55,13 @@ export class SipServer implements SipCore {
     return this.listener.ports;
   }
 
+  /** The upstream registrations' states (SIP_REGISTRATIONS). */
+  get registrationStates(): RegistrationState[] {
+    return this.registrations.states;
+  }
+
   async close(): Promise<void> {
+    this.registrations?.stop();
     this.requests.close();
     this.dialogs.close();
     this.transactions.close();
