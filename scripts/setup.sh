@@ -57,8 +57,13 @@ if [ "$mode" = "--test" ]; then
   # opus-tools: the recordings test checks its files with opusinfo and decodes them with opusdec.
   apt_install chromium openssl sox postgresql redis-server opus-tools
   # Real SIP user agents for the SIP front door's tests (test/sip.test.ts, test/sip-pbx.test.ts):
-  # baresip, and linphonec (linphone-cli) as a second one for the registrar.
-  apt_install baresip linphone-cli
+  # baresip, and linphonec (linphone-cli) as a second one for the registrar; Kamailio as the
+  # trunk-facing proxy in front of Parley (started by the test itself, with its own config).
+  apt_install baresip linphone-cli kamailio
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-enabled --quiet kamailio 2>/dev/null; then
+    echo "setup: disabling the kamailio system service (the tests run their own)" >&2
+    $(if [ "$(id -u)" -ne 0 ]; then echo "sudo -n"; fi) systemctl disable --now kamailio >/dev/null 2>&1 || true
+  fi
   # The tests start their own coturn instances too, with temporary configs.
   if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
     echo "setup: starting PostgreSQL" >&2

@@ -5,7 +5,8 @@
 // unsupported Require, 483 for no hops left, 482 for the same INVITE by another branch; and the
 // registrar, with baresip and linphonec (two real user agents) registering with the right password
 // and refused (403) with a wrong one, the bindings read back, refreshed too briefly (423), removed;
-// and Parley registering upstream (SIP_REGISTRATIONS) with a provider's registrar written here:
+// calls through Kamailio as the trunk-facing proxy (record-routing, its Via on top), hung up from
+// either side; and Parley registering upstream (SIP_REGISTRATIONS) with a provider's registrar written here:
 // retried after a 503, its digest challenge answered, refreshed before expiry, seen in metrics and /readyz.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -19,6 +20,7 @@ import { readRtp, writeRtp } from '../src/media/rtp.ts';
 import { encodeWav } from '../src/media/audio/wav.ts';
 import { freePort, startBaresip, type Baresip } from './helpers/baresip.ts';
 import { DigestAuth } from '../src/sip/digest.ts';
+import { startKamailio } from './helpers/kamailio.ts';
 import { startLinphone } from './helpers/linphone.ts';
 import { G729_ONLY_OFFER, digestAuthorization, sipRequest, sipStatus } from './helpers/rawSip.ts';
 import { startServer, type RunningServer } from './helpers/server.ts';
@@ -307,5 +309,46 @@ describe('registering upstream (SIP_REGISTRATIONS)', () => {
     const ready = await (await fetch(`${server.baseUrl}/readyz`)).json();
     assert.equal(ready.checks.sip_registrations.state, 'ready');
     assert.match(ready.checks.sip_registrations.detail, new RegExp(`${TRUNK_USER}@127\\.0\\.0\\.1:${provider.port} registered`));
+  });
+});
+
+describe('behind Kamailio (the trunk-facing proxy)', () => {
+  test('calls through it: record-routed, BYE from the caller and from Parley both pass through it', async () => {
+    const kamailio = await startKamailio(dir, sipPort);
+    closers.push(() => kamailio.stop());
+    const wav = join(dir, 'quiet-kamailio.wav');
+    writeFileSync(wav, encodeWav([new Int16Array(8000 * 60)], 8000));
+    const phone = await startBaresip(join(dir, 'baresip-kamailio'), { user: 'carrier', wav });
+    closers.push(() => phone.stop());
+    const viaKamailio = `127\\.0\\.0\\.1:${kamailio.port}`;
+    const calls: string[] = [];
+    for (const hangUpFrom of ['caller', 'parley'] as const) {
+      await phone.command('dial', `sip:agent@127.0.0.1:${kamailio.port}`);
+      const newCall = (o: string) => [...o.matchAll(/\nSIP\/2\.0 200 OK\r\n(?:[^\r]*\r\n)*?X-Parley-Call-Id: (conv_\S+)/g)].map((m) => m[1]!).find((c) => !calls.includes(c));
+      const answered = await until('the call answered through Kamailio', phone.out, (o) => newCall(o) !== undefined, 30_000).catch((err: Error) => {
+        throw new Error(`${err.message.slice(-3000)}\nkamailio:\n${kamailio.out().slice(-3000)}\nparley:\n${server.stderr().slice(-3000)}`);
+      });
+      const id = newCall(answered)!;
+      calls.push(id);
+      await until('the call connected (the ACK came through Kamailio)', () => conversation(id), (c) => c.connected_at !== null, 30_000);
+      if (hangUpFrom === 'caller') {
+        await phone.command('hangup');
+        const record = await until('the record ended', () => conversation(id), (c) => c.state === 'ended', 30_000);
+        assert.equal(record.end_reason, 'hangup');
+      } else {
+        const before = (phone.out().match(/\nBYE sip:/g) ?? []).length;
+        const hangup = await fetch(`${server.baseUrl}/v1/realtime/calls/${id}/hangup`, { method: 'POST', headers: { authorization: `Bearer ${server.devKey}` } });
+        assert.equal(hangup.status, 200);
+        // Parley's BYE reaches baresip from Kamailio (its Route header named Kamailio), and baresip's 200 goes back that way.
+        await until("Parley's BYE at baresip, from Kamailio", phone.out, (o) => new RegExp(`UDP ${viaKamailio} -> [^\\n]+\\r?\\nBYE sip:`).test(o) && (o.match(/\nBYE sip:/g) ?? []).length > before, 30_000);
+        const record = await until('the record ended', () => conversation(id), (c) => c.state === 'ended', 30_000);
+        assert.equal(record.end_reason, 'hangup_request');
+      }
+    }
+    // The 200 OKs baresip got came from Kamailio with its Record-Route, copied by Parley (RFC 3261
+    // §12.1.1): baresip's ACK and BYE went through Kamailio too, not straight to Parley.
+    assert.match(phone.out(), new RegExp(`UDP ${viaKamailio} -> [^\\n]+\\r?\\nSIP/2\\.0 200 OK\\r\\n(?:[^\\r]*\\r\\n)*?Record-Route: <sip:127\\.0\\.0\\.1:${kamailio.port};lr[=;>]`));
+    assert.doesNotMatch(phone.out(), new RegExp(`UDP 127\\.0\\.0\\.1:${sipPort} -> `), 'nothing from Parley reached baresip directly');
+    assert.doesNotMatch(phone.out(), new RegExp(`-> 127\\.0\\.0\\.1:${sipPort}\\r?\\n(?:ACK|BYE) `), 'nor from baresip to Parley');
   });
 });

@@ -42,6 +42,8 @@ export async function startBaresip(dir: string, opts: { user: string; password?:
     [
       'poll_method epoll',
       'sip_listen 127.0.0.1:0',
+      // Its SDP names loopback too (else the machine's own interface address, where our RTP would go until it latches).
+      'net_interface 127.0.0.1',
       `audio_source aufile,${opts.wav}`,
       // A player nobody listens to: what baresip hears is taken by sndfile, before the player.
       'audio_player aubridge,nowhere',
