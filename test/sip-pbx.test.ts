@@ -30,7 +30,7 @@ import { until } from './helpers/wait.ts';
 const USERS = 'alice:alice-password,bob:bob-password,carol:carol-password';
 
 /** Short, for the tests to see a vanished caller's call end (the default is 30 s). */
-const MEDIA_TIMEOUT_MS = 2000;
+const MEDIA_TIMEOUT_MS = 3000;
 
 let server: RunningServer;
 let sipPort: number;
