@@ -44,11 +44,6 @@ export class SipBindingStore {
     await query.execute();
   }
 
-  /** Users with at least one live binding (for the metrics). */
-  async registeredUsers(now = Date.now()): Promise<number> {
-    const row = await this.db.selectFrom('sip_bindings').select((eb) => eb.fn.count<number>('aor').distinct().as('n')).where('expires_at', '>', now).executeTakeFirst();
-    return Number(row?.n ?? 0);
-  }
 
   private async sweep(now: number): Promise<void> {
     if (now - this.lastSweep < 60_000) return;
