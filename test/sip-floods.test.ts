@@ -158,13 +158,14 @@ describe('INVITEs never ACKed', () => {
 });
 
 describe('wrong passwords', () => {
-  test('after 5 wrong passwords a user is refused (403) even with the right one; another user is not', async () => {
+  test('each wrong password is refused (403); after 5 a user is refused even with the right one; another user is not', async () => {
     const caller = await udpCaller();
     try {
       const challenge = await caller.send(request('INVITE', caller.via, { user: 'bob', body: G729_ONLY_OFFER }));
       for (let i = 0; i < 5; i++) {
         const answer = await caller.send(request('INVITE', caller.via, { user: 'bob', body: G729_ONLY_OFFER, headers: [authorization(challenge, 'bob', `guess-${i}`)] }));
-        assert.equal(statusOf(answer), 401, `guess ${i + 1}: challenged again`);
+        assert.equal(statusOf(answer), 403, `guess ${i + 1}: refused, not challenged again`);
+        assert.match(answer, /\r\nWarning: 399 parley "wrong password"/);
       }
       const refused = await caller.send(request('INVITE', caller.via, { user: 'bob', body: G729_ONLY_OFFER, headers: [authorization(challenge, 'bob', USERS.bob)] }));
       assert.equal(statusOf(refused), 403);

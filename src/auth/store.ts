@@ -3,6 +3,7 @@
 import { ClientSecretSessionStore } from '../storage/clientSecretSessions.js';
 import { ConsoleLogoutStore } from '../storage/consoleLogouts.js';
 import { ConversationStore } from '../storage/conversations.js';
+import { SipBindingStore } from '../storage/sipBindings.js';
 import { openBus, type InvalidationBus } from '../storage/bus.js';
 import { openDatabase, type DatabaseLog, type Db, type OpenDatabase } from '../storage/db.js';
 import { migrate } from '../storage/migrations.js';
@@ -23,6 +24,8 @@ export interface Store {
   clientSecretSessions: ClientSecretSessionStore;
   /** Console sessions logged out before their expiry, refused on every node. */
   consoleLogouts: ConsoleLogoutStore;
+  /** SIP phones registered with the registrar, seen by every node. */
+  sipBindings: SipBindingStore;
   turnSecrets: string[];
   /** Cross-node notices (Redis), so a revocation or rotation takes effect everywhere at once. */
   bus: InvalidationBus;
@@ -46,6 +49,7 @@ export async function openStore(config: Config, log?: DatabaseLog): Promise<Stor
     conversations: new ConversationStore(db),
     clientSecretSessions: new ClientSecretSessionStore(db),
     consoleLogouts: new ConsoleLogoutStore(db),
+    sipBindings: new SipBindingStore(db),
     bus: openBus(config.REDIS_URL),
     turnSecrets: config.TURN_SECRETS ?? [local!.turnSecret],
   };

@@ -147,6 +147,29 @@ const sipUsers: Parser<Map<string, string>> = (raw) => {
   return users;
 };
 
+/** One upstream registration (SIP_REGISTRATIONS): the account at a provider's registrar. */
+export interface SipRegistrationSetting {
+  user: string;
+  password: string;
+  /** The registrar's host (name or address) and port. */
+  host: string;
+  port: number;
+  /** The registration's lifetime asked for (seconds). */
+  expires: number;
+}
+
+const sipRegistrations: Parser<SipRegistrationSetting[]> = (raw) =>
+  list(raw).map((entry, i) => {
+    // sip:user:password@host[:port][;expires=N] (the password percent-encoded where it has : @ , ;).
+    const m = /^sip:([^:@;]+):([^@;]*)@(\[[0-9a-fA-F:.]+\]|[^:;\[\]]+)(?::(\d{1,5}))?(?:;expires=(\d{1,6}))?$/.exec(entry);
+    if (!m) throw new Error(`entry ${i + 1} is not like sip:user:password@registrar[:port][;expires=seconds]`);
+    const port = m[4] ? Number(m[4]) : 5060;
+    const expires = m[5] ? Number(m[5]) : 600;
+    if (port < 1 || port > 65535) throw new Error(`entry ${i + 1}: port ${port} out of range`);
+    if (expires < 60 || expires > 86_400) throw new Error(`entry ${i + 1}: expires must be 60–86400 seconds`);
+    return { user: decodeURIComponent(m[1]!), password: decodeURIComponent(m[2]!), host: m[3]!.replace(/^\[|\]$/g, ''), port, expires };
+  });
+
 const secretList: Parser<string[]> = (raw) => {
   const secrets = list(raw);
   for (const s of secrets) if (s.length < 16) throw new Error('each secret must be at least 16 characters');
@@ -430,6 +453,11 @@ export const settings = {
     default: '',
     parse: sipUsers,
   },
+  SIP_REGISTRATIONS: {
+    doc: "Comma-separated accounts Parley registers with at upstream SIP providers or PBXes, each sip:user:password@registrar[:port][;expires=seconds] (UDP; port 5060, expires 600 by default; percent-encode : @ , ; in the password). The provider then sends that account's calls to this node's SIP port: put its addresses in SIP_TRUSTED_CIDRS. Refreshed before expiry, retried with backoff after a failure; state in /readyz (sip_registrations) and parley_sip_registration_up.",
+    default: '',
+    parse: sipRegistrations,
+  },
   SIP_MAX_HALF_OPEN_CALLS: {
     doc: "SIP calls connecting (ringing, or answered and not yet ACKed) this node (each worker) holds at once; beyond it an INVITE gets 503 with Retry-After. A budget of SIP's own: these calls count neither against their key's MAX_HALF_OPEN_CALLS_PER_KEY nor the node's MAX_HALF_OPEN_CALLS, so unacknowledged INVITEs cannot lock the key out of its WebRTC and WebSocket calls (they still count in MAX_CALLS_PER_KEY and MAX_CONCURRENT_CALLS).",
     default: '10',
@@ -444,6 +472,11 @@ export const settings = {
     doc: 'A SIP TCP or TLS connection that brings no complete SIP message for this long (keep-alives and bytes trickling in do not count) is closed, unless it carries a call.',
     default: '30000',
     parse: int(1000, 3_600_000),
+  },
+  SIP_MEDIA_TIMEOUT_MS: {
+    doc: 'A SIP call whose caller sends neither RTP nor RTCP for this long (it vanished without BYE: a phone unplugged, a NAT binding gone) ends (end_reason media_timeout) and is sent a BYE. Not counted while the caller holds the call (recvonly, inactive). 0: never (the call idle timeout still applies).',
+    default: '30000',
+    parse: int(0, 3_600_000),
   },
   SIP_AUTH_MAX_FAILURES: {
     doc: 'Wrong digest passwords in a row one SIP user (of SIP_USERS) may send, from any address; then its INVITEs get 403 Forbidden for 30 s, the wait doubling with each further wrong password (up to 30 minutes). The right password after the wait starts the count over. 0: no backoff.',

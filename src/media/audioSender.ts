@@ -26,7 +26,16 @@ export interface AudioSenderOptions {
   onError?: (err: Error) => void;
   /** Each frame as it leaves (a recording listens). */
   onFrame?: (frame: Int16Array) => void;
+  /**
+   * Keep-alive media while there is nothing to say (phone calls: NATs, SBCs and PBXes drop a call
+   * that carries no RTP): `silence` sends the codec's silence each tick, `comfortNoise` an RFC 3389
+   * comfort-noise packet of that payload type. Unset: nothing leaves between talk spurts.
+   */
+  keepAlive?: { kind: 'silence' } | { kind: 'comfortNoise'; payloadType: number };
 }
+
+/** RFC 3389's payload: the noise level in −dBov (a quiet line), no spectral information. */
+const COMFORT_NOISE_LEVEL = 80;
 
 function opusFrameEncoder(options: OpusEncoderOptions | undefined): FrameEncoder {
   const opus = new OpusFrameEncoder(options);
@@ -118,6 +127,7 @@ export class AudioSender implements AudioOut {
     if (!frame) {
       this.talking = false;
       this.playbackEnded(false);
+      this.keepAlive();
       return;
     }
     const payload = this.encoder.encode(frame);
@@ -130,6 +140,21 @@ export class AudioSender implements AudioOut {
     if (this.padding > 0) this.padding--;
     else this.played();
     this.options.onFrame?.(frame);
+    if (this.send(packet)) {
+      this.packets++;
+      this.octets += payload.length;
+    }
+  }
+
+  /** Nothing to say this tick: keep-alive media, when asked for (not recorded: nobody spoke). */
+  private keepAlive(): void {
+    const keepAlive = this.options.keepAlive;
+    if (!keepAlive) return;
+    const comfortNoise = keepAlive.kind === 'comfortNoise';
+    const payload = comfortNoise ? Uint8Array.of(COMFORT_NOISE_LEVEL) : this.encoder.encode(new Int16Array(FRAME_SAMPLES));
+    const payloadType = comfortNoise ? keepAlive.payloadType : this.payloadType;
+    const packet = writeRtp({ payloadType, sequenceNumber: this.seq, timestamp: this.rtpTimestamp, ssrc: this.ssrc, marker: false }, payload);
+    this.seq = (this.seq + 1) & 0xffff;
     if (this.send(packet)) {
       this.packets++;
       this.octets += payload.length;

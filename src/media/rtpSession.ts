@@ -7,7 +7,7 @@
 import { randomInt } from 'node:crypto';
 import type { AudioOut } from './audio/format.js';
 import { AudioReceiver, type ReceptionStats } from './audioReceiver.js';
-import { AudioSender } from './audioSender.js';
+import { AudioSender, type AudioSenderOptions } from './audioSender.js';
 import { g711Decoder, g711Encoder, type G711Law } from './g711.js';
 import type { OpusEncoderOptions } from './opusCodec.js';
 import { callReport, ntpNow, readRtcp } from './rtcp.js';
@@ -35,6 +35,8 @@ export interface RtpSessionOptions {
   audio: (frame: Int16Array) => void;
   /** A 20 ms frame of the agent's audio as it leaves. */
   agentAudio: (frame: Int16Array) => void;
+  /** Keep-alive media while the agent is silent (AudioSender's keepAlive); unset: none. */
+  keepAlive?: AudioSenderOptions['keepAlive'];
   /** Handling the media threw (a packet in, a tick out, a report): the call cannot be trusted to go on. */
   failure: (err: Error) => void;
 }
@@ -52,6 +54,7 @@ export class RtpSession {
       codec: opts.g711 && g711Encoder(opts.g711),
       onError: opts.failure,
       onFrame: opts.agentAudio,
+      keepAlive: opts.keepAlive,
     });
     this.receiver = new AudioReceiver(opts.payloadType, opts.audio, opts.g711 && g711Decoder(opts.g711));
   }

@@ -66,6 +66,18 @@ export class Metrics {
     labelNames: ['stage'] as const,
     registers: [this.registry],
   });
+  readonly sipRegistrationUp = new Gauge({
+    name: 'parley_sip_registration_up',
+    help: 'Whether an upstream SIP registration (SIP_REGISTRATIONS) is in force, by registrar and user',
+    labelNames: ['registrar', 'user'] as const,
+    registers: [this.registry],
+  });
+  readonly sipRegistrationFailures = new Counter({
+    name: 'parley_sip_registration_failures_total',
+    help: 'Upstream SIP registrations refused or unanswered, by registrar and user (each is retried with backoff)',
+    labelNames: ['registrar', 'user'] as const,
+    registers: [this.registry],
+  });
   readonly turnUp = new Gauge({
     name: 'parley_turn_up',
     help: 'Whether a TURN server answered its last check (an allocation); 0 leaves it out of ice-config',

@@ -7,8 +7,12 @@ import { contains } from '../system/cidr.js';
 import type { AuthBackoff } from './authBackoff.js';
 import type { DigestAuth } from './digest.js';
 
-/** `backoff`: the user's password is not checked now (too many wrong ones). */
-export type CallerVerdict = 'admitted' | 'challenge' | 'forbidden' | 'backoff';
+/**
+ * `challenge`: no credentials for a nonce of ours yet (401); `wrong`: a wrong password answering
+ * our challenge, refused (403: a retry with the same password cannot do better, RFC 3261 §22.3);
+ * `backoff`: the user's password is not checked now (too many wrong ones).
+ */
+export type CallerVerdict = 'admitted' | 'challenge' | 'forbidden' | 'wrong' | 'backoff';
 
 export function callerAdmission(
   policy: { trusted: BlockList | undefined; auth: DigestAuth; authBackoff: AuthBackoff },
@@ -24,7 +28,7 @@ export function callerAdmission(
     if (authBackoff.waitFor(answer.user) > 0) return 'backoff';
     if (!answer.passwordRight) {
       authBackoff.failed(answer.user);
-      return 'challenge';
+      return 'wrong';
     }
     authBackoff.succeeded(answer.user);
     return 'admitted';

@@ -1,12 +1,16 @@
-// Our own requests inside a dialog (BYE, REFER): non-INVITE client transactions (RFC 3261 §17.1.2),
-// resent over UDP from T1 doubling to T2 (Timer E) until a final response, given up at 64·T1 (Timer F).
+// Our own non-INVITE requests (BYE and REFER inside a dialog, REGISTER to a provider): client
+// transactions (RFC 3261 §17.1.2), resent over UDP from T1 doubling to T2 (Timer E) until a final
+// response, given up at 64·T1 (Timer F: told as a 408).
 import type { Peer } from './listener.js';
 import type { SipResponse } from './message.js';
 import { T1_MS, T2_MS, TRANSACTION_MS } from './timers.js';
 
+/** Told a request's final response (its status, and the response; none when it timed out: 408). */
+export type OnFinal = (status: number, response?: SipResponse) => void;
+
 interface Pending {
   timer?: NodeJS.Timeout;
-  onFinal?: (status: number) => void;
+  onFinal?: OnFinal;
 }
 
 export class ClientTransactions {
@@ -16,14 +20,17 @@ export class ClientTransactions {
   constructor(private readonly send: (peer: Peer, bytes: Buffer) => void) {}
 
   /** Sends `bytes` (a request of Via branch `branch`) to `peer`; `onFinal` is told its final response's status. */
-  start(peer: Peer, branch: string, bytes: Buffer, onFinal?: (status: number) => void): void {
+  start(peer: Peer, branch: string, bytes: Buffer, onFinal?: OnFinal): void {
     this.send(peer, bytes);
     const pending: Pending = { onFinal };
     this.pending.set(branch, pending);
     const started = Date.now();
     let interval = T1_MS;
     const retransmit = () => {
-      if (Date.now() - started >= TRANSACTION_MS) return void this.pending.delete(branch);
+      if (Date.now() - started >= TRANSACTION_MS) {
+        this.pending.delete(branch);
+        return void onFinal?.(408);
+      }
       if (peer.transport === 'udp') this.send(peer, bytes);
       interval = Math.min(interval * 2, T2_MS);
       pending.timer = setTimeout(retransmit, interval).unref();
@@ -38,10 +45,11 @@ export class ClientTransactions {
     if (!pending || res.status < 200) return;
     clearTimeout(pending.timer);
     this.pending.delete(res.branch);
-    pending.onFinal?.(res.status);
+    pending.onFinal?.(res.status, res);
   }
 
   close(): void {
     for (const { timer } of this.pending.values()) clearTimeout(timer);
+    this.pending.clear();
   }
 }

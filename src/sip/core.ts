@@ -6,15 +6,19 @@ import type { Session } from '../session/session.js';
 import type { AuthBackoff } from './authBackoff.js';
 import type { DigestAuth } from './digest.js';
 import type { Peer } from './listener.js';
+import type { RegistrarOptions } from './registrar.js';
+import type { RegistrationState } from './outboundRegistrations.js';
+import type { SipRegistrationSetting } from '../config/env.js';
 import type { SipRequest } from './message.js';
 import type { Headers } from './responses.js';
 import type { AnyServerTransaction } from './serverTransactions.js';
 import type { SipRouting } from '../calls/sip/sipRouting.js';
+import type { SipMediaOptions } from '../calls/sip/sipTransport.js';
 
 /** The SIP door's own limits: connections per source address, a user's wrong-password backoff. */
 export type SipLimit = 'sip-tcp-ip' | 'sip-auth-user';
 
-export const ALLOW = 'INVITE, ACK, BYE, CANCEL, OPTIONS, NOTIFY';
+export const ALLOW = 'INVITE, ACK, BYE, CANCEL, OPTIONS, NOTIFY, INFO, REGISTER';
 
 /** Parley's id of the call in the 180 and 200 (for a PBX's logs, and the app's hangup and sideband). */
 export const CALL_ID_HEADER = 'X-Parley-Call-Id';
@@ -26,6 +30,12 @@ export interface SipServerOptions {
   tls?: { port: number; cert: string; key: string };
   /** Stream connections (TCP, TLS): how many one untrusted source may hold (0: no limit), and how long one may bring no message. */
   streams: { maxPerSource: number; idleMs: number };
+  /** Accounts registered with upstream providers (outboundRegistrations.ts), and who is told of their state. */
+  registrations: { accounts: SipRegistrationSetting[]; changed: (state: RegistrationState) => void };
+  /** Where registered phones' bindings are kept (the registrar, registrar.ts). */
+  registrar: RegistrarOptions;
+  /** Each call's media settings (the caller's inactivity timeout). */
+  media: SipMediaOptions;
   /** The address our SDP and Contact announce (reachable by callers). */
   announcedAddress: string;
   calls: CallManager;

@@ -1,5 +1,6 @@
 // SIP digest authentication (RFC 2617 / RFC 7616 with MD5, what trunks and phones speak): the
-// challenge we send and the check of a caller's answer. Nonces carry their own time and an HMAC,
+// challenge we send and the check of a caller's answer; and our own answer to a provider's
+// challenge when we register with it (digestAnswer). Nonces carry their own time and an HMAC,
 // so no state is kept per challenge; they are good for NONCE_TTL_MS.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
@@ -70,4 +71,32 @@ function readParams(text: string): Record<string, string | undefined> {
   const out: Record<string, string> = {};
   for (const m of text.matchAll(/([A-Za-z-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))/g)) out[m[1]!.toLowerCase()] = m[2] ?? m[3] ?? '';
   return out;
+}
+
+/**
+ * The Authorization header answering `challenge` (a WWW-Authenticate or Proxy-Authenticate value)
+ * for `method` on `uri` as `user`; undefined for a challenge we cannot answer (not MD5 digest).
+ */
+export function digestAnswer(challenge: string, method: string, uri: string, user: string, password: string, cnonce = randomBytes(8).toString('hex')): string | undefined {
+  if (!/^Digest\s/i.test(challenge)) return undefined;
+  const p = readParams(challenge.slice(7));
+  if (!p.nonce || p.realm === undefined) return undefined;
+  if (p.algorithm && p.algorithm.toUpperCase() !== 'MD5') return undefined;
+  const qops = (p.qop ?? '').split(',').map((q) => q.trim().toLowerCase());
+  const ha1 = md5(`${user}:${p.realm}:${password}`);
+  const ha2 = md5(`${method}:${uri}`);
+  const nc = '00000001';
+  const auth = qops.includes('auth');
+  const response = auth ? md5(`${ha1}:${p.nonce}:${nc}:${cnonce}:auth:${ha2}`) : md5(`${ha1}:${p.nonce}:${ha2}`);
+  const quoted = (v: string) => `"${v.replace(/["\\]/g, '\\$&')}"`;
+  return [
+    `Digest username=${quoted(user)}`,
+    `realm=${quoted(p.realm)}`,
+    `nonce=${quoted(p.nonce)}`,
+    `uri=${quoted(uri)}`,
+    `response="${response}"`,
+    'algorithm=MD5',
+    ...(auth ? [`qop=auth`, `nc=${nc}`, `cnonce="${cnonce}"`] : []),
+    ...(p.opaque !== undefined ? [`opaque=${quoted(p.opaque)}`] : []),
+  ].join(', ');
 }

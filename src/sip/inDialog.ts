@@ -1,8 +1,10 @@
 // Requests the caller sends inside a call's dialog: a re-INVITE (hold, resume, a moved media
-// address), BYE, and the NOTIFYs of a transfer's progress (RFC 3515 §2.4.5).
+// address), BYE, the NOTIFYs of a transfer's progress (RFC 3515 §2.4.5), and key presses sent as
+// SIP INFO (dtmfInfo.ts) rather than in the RTP.
 import { readOffer, writeAnswer, type AudioOffer } from '../calls/sip/sdp.js';
 import type { SipCore } from './core.js';
 import type { Dialogs } from './dialogs.js';
+import { DTMF_INFO_TYPES, readDtmfInfo } from './dtmfInfo.js';
 import type { Peer } from './listener.js';
 import { uriOf, type SipRequest } from './message.js';
 import type { AnyServerTransaction, InviteServerTransaction } from './serverTransactions.js';
@@ -40,6 +42,19 @@ export class InDialogRequests {
     dialog.ended = true;
     if (dialog.unacked) clearTimeout(dialog.unacked.timer);
     dialog.transport.callerEnded('hangup');
+  }
+
+  /** INFO: a key press (application/dtmf-relay or application/dtmf) told the call as RFC 4733 ones are. */
+  info(req: SipRequest, peer: Peer, tx: AnyServerTransaction): void {
+    const dialog = this.dialogs.of(req);
+    if (!dialog || dialog.ended) return this.core.respond(req, peer, 481, 'Call/Transaction Does Not Exist', tx);
+    // An empty INFO (some phones' keep-alive) is answered and changes nothing.
+    if (req.body.length === 0) return this.core.respond(req, peer, 200, 'OK', tx);
+    const read = readDtmfInfo(req.headers.get('content-type') ?? '', req.body.toString('latin1'));
+    if (read === 'unsupported') return this.core.respond(req, peer, 415, 'Unsupported Media Type', tx, [['Accept', DTMF_INFO_TYPES.join(', ')]]);
+    if (read === undefined) return this.core.respond(req, peer, 400, 'Bad Request', tx, [['Warning', '399 parley "no key in the INFO"']]);
+    this.core.respond(req, peer, 200, 'OK', tx);
+    dialog.transport.keyPressed(read);
   }
 
   /** A NOTIFY of a transfer's progress: its sipfrag's 2xx means the target answered, and this call ends. */

@@ -27,6 +27,9 @@ export class InviteHandler {
     const { opts } = this.core;
     const respond = this.core.respond.bind(this.core);
     const { calls, log, trusted, inviteLimit } = opts;
+    // At once, before any round trip (the INVITE limit's store, the routing): the caller stops
+    // retransmitting its INVITE while we work (RFC 3261 §8.2.6.1).
+    respond(req, peer, 100, 'Trying', tx);
     // A trunk's own addresses carry every call it routes: only the call limits apply to them.
     if (inviteLimit && !(trusted && contains(trusted, peer.address))) {
       const decision = await inviteLimit(peer.address);
@@ -39,13 +42,12 @@ export class InviteHandler {
     if (!offer.ok) return respond(req, peer, 488, 'Not Acceptable Here', tx, [['Warning', `304 parley "${offer.reason}"`]]);
     const contact = req.headers.get('contact');
     if (!contact) return respond(req, peer, 400, 'Bad Request', tx, [['Warning', '399 parley "no Contact"']]);
-    respond(req, peer, 100, 'Trying', tx);
     const apiKeyId = await opts.owner();
     if (!apiKeyId) {
       log.warn('SIP call refused: no active API key owns SIP calls (create one, or set SIP_API_KEY_ID)');
       return respond(req, peer, 503, 'Service Unavailable', tx);
     }
-    const transport = await SipTransport.open(opts.host, offer.offer);
+    const transport = await SipTransport.open(opts.host, offer.offer, opts.media);
     const localTag = randomTag();
     const sessionId = Date.now() % 1e9;
     const answer = () => writeAnswer({ sessionId, version: 1, address: opts.announcedAddress, rtpPort: transport.rtpPort, rtcpPort: transport.rtcpPort, offer: offer.offer, localCrypto: transport.localCrypto });
@@ -95,12 +97,13 @@ export class InviteHandler {
     this.routed(req, dialog, tx, outcome, answer);
   }
 
-  /** Whether `peer` may call (callerAdmission.ts); if not, it is told (401 with a challenge, or 403, with a Warning for a user in backoff). */
+  /** Whether `peer` may call (callerAdmission.ts); if not, it is told (401 with a challenge, or 403, with a Warning for a wrong password or a user in backoff). */
   private admitted(req: SipRequest, peer: Peer, tx: InviteServerTransaction): boolean {
     const { opts } = this.core;
     const verdict = callerAdmission(opts, peer.address, req.headers.get('authorization'), req.method);
     if (verdict === 'challenge') this.core.respond(req, peer, 401, 'Unauthorized', tx, [['WWW-Authenticate', opts.auth.challenge()]]);
     if (verdict === 'forbidden') this.core.respond(req, peer, 403, 'Forbidden', tx);
+    if (verdict === 'wrong') this.core.respond(req, peer, 403, 'Forbidden', tx, [['Warning', '399 parley "wrong password"']]);
     if (verdict === 'backoff') {
       // 403, not a challenge: its password is not checked now, whatever it is.
       opts.refused('sip-auth-user');

@@ -20,7 +20,7 @@ const COMPACT: Record<string, string> = {
 };
 
 /** Headers that may hold several comma-separated values in one line, split on reading. */
-const LIST_HEADERS = new Set(['via', 'record-route', 'route']);
+const LIST_HEADERS = new Set(['via', 'record-route', 'route', 'contact']);
 
 export class SipHeaders {
   /** [lower-case name, value], in order. */

@@ -1,5 +1,6 @@
-// The responses we write: the request's Via (with where it came from, RFC 3581), From, To (with
-// our tag once there is a dialog), Call-ID and CSeq, and the reason phrases of the statuses we send.
+// The responses we write: the request's Via (with where it came from, RFC 3581), its Record-Route
+// in a dialog's responses, From, To (with our tag once there is a dialog), Call-ID and CSeq, and
+// the reason phrases of the statuses we send.
 import { randomBytes } from 'node:crypto';
 import type { Peer } from './listener.js';
 import { param, writeMessage, type SipRequest } from './message.js';
@@ -12,9 +13,12 @@ export function responseTo(req: SipRequest, peer: Peer, status: number, reason: 
   // RFC 3581: the caller asked where its request came from (it is behind NAT).
   if (vias[0] && /;\s*rport(?=;|$)/.test(vias[0])) vias[0] = vias[0].replace(/;\s*rport(?=;|$)/, `;rport=${peer.port}`) + `;received=${peer.address}`;
   const to = toTag && !param(req.to, 'tag') && status > 100 ? withTag(req.to, toTag) : req.to;
+  // A response that makes or confirms a dialog carries the proxies' Record-Route back (RFC 3261
+  // §12.1.1): the caller's route set, so its ACK, BYE and re-INVITEs pass through them as ours do.
+  const recordRoutes = status > 100 && status < 300 ? req.headers.all('record-route').map((r): [string, string] => ['Record-Route', r]) : [];
   return writeMessage(
     `SIP/2.0 ${status} ${reason}`,
-    [...vias.map((v): [string, string] => ['Via', v]), ['From', req.from], ['To', to], ['Call-ID', req.callId], ['CSeq', `${req.cseq.seq} ${req.cseq.method}`], ['Server', 'Parley'], ...extra],
+    [...vias.map((v): [string, string] => ['Via', v]), ...recordRoutes, ['From', req.from], ['To', to], ['Call-ID', req.callId], ['CSeq', `${req.cseq.seq} ${req.cseq.method}`], ['Server', 'Parley'], ...extra],
     body,
   );
 }

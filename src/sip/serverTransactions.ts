@@ -6,7 +6,7 @@
 // until Timer L a retransmitted INVITE gets the 2xx again. Other requests' transactions are trying
 // or proceeding until their final response, then completed until Timer J.
 import type { Peer } from './listener.js';
-import type { SipRequest } from './message.js';
+import { param, type SipRequest } from './message.js';
 import { T1_MS, T2_MS, T4_MS, TRANSACTION_MS } from './timers.js';
 
 /** Server transactions remembered at most: past it, a flood's new requests go unanswered. */
@@ -129,10 +129,22 @@ export type AnyServerTransaction = InviteServerTransaction | NonInviteServerTran
 /** The server transactions of a listener, by what matches a request to its transaction. */
 export class ServerTransactions {
   private readonly table = new Map<string, AnyServerTransaction>();
+  /** Transactions of requests outside a dialog, by From tag, Call-ID and CSeq (merged requests). */
+  private readonly outsideDialogs = new Map<string, string>();
 
   /** The transaction `req` belongs to as a request of `method` (an ACK's or a CANCEL's: its INVITE's). */
   find(req: SipRequest, method = req.method): AnyServerTransaction | undefined {
     return this.table.get(transactionKey(req, method));
+  }
+
+  /**
+   * Whether `req` (a new request, outside a dialog) is one we already have a transaction for under
+   * another branch: the same request forked by a proxy and arriving twice, or looped back to us
+   * (RFC 3261 §8.2.2.2), to be answered 482 Loop Detected.
+   */
+  merged(req: SipRequest): boolean {
+    const key = this.outsideDialogs.get(mergeKey(req));
+    return key !== undefined && key !== transactionKey(req, req.method) && this.table.has(key);
   }
 
   /** A new transaction for `req` answered through `send`; undefined when there are too many already. */
@@ -140,18 +152,27 @@ export class ServerTransactions {
     if (this.table.size >= MAX_TRANSACTIONS) return undefined;
     const key = transactionKey(req, req.method);
     const reliable = peer.transport !== 'udp';
+    const merge = param(req.to, 'tag') === undefined ? mergeKey(req) : undefined;
     const ended = () => {
       if (this.table.get(key) === tx) this.table.delete(key);
+      if (merge !== undefined && this.outsideDialogs.get(merge) === key) this.outsideDialogs.delete(merge);
     };
     const tx = req.method === 'INVITE' ? new InviteServerTransaction(send, reliable, ended) : new NonInviteServerTransaction(send, reliable, ended);
     this.table.set(key, tx);
+    if (merge !== undefined && !this.outsideDialogs.has(merge)) this.outsideDialogs.set(merge, key);
     return tx;
   }
 
   close(): void {
     for (const tx of this.table.values()) tx.stop();
     this.table.clear();
+    this.outsideDialogs.clear();
   }
+}
+
+/** What makes two requests the same one whatever path they took: From tag, Call-ID, CSeq. */
+function mergeKey(req: SipRequest): string {
+  return `${param(req.from, 'tag') ?? ''}|${req.callId}|${req.cseq.seq}|${req.cseq.method}`;
 }
 
 /**

@@ -12,6 +12,9 @@ import { InviteHandler } from './invite.js';
 import { SipListener, type Peer } from './listener.js';
 import { param, parseMessage, type SipRequest } from './message.js';
 import { hostPort, responseTo, type Headers } from './responses.js';
+import { OutboundRegistrations, type RegistrationState } from './outboundRegistrations.js';
+import { Registrar } from './registrar.js';
+import { refusalOf } from './requestChecks.js';
 import { InviteServerTransaction, ServerTransactions, type AnyServerTransaction } from './serverTransactions.js';
 
 export type { SipServerOptions } from './core.js';
@@ -23,11 +26,14 @@ export class SipServer implements SipCore {
   private readonly dialogs = new Dialogs(this, this.requests);
   private readonly invites = new InviteHandler(this, this.dialogs);
   private readonly inDialog = new InDialogRequests(this, this.dialogs);
+  private registrar!: Registrar;
+  private registrations!: OutboundRegistrations;
 
   private constructor(readonly opts: SipServerOptions) {}
 
   static async start(opts: SipServerOptions): Promise<SipServer> {
     const server = new SipServer(opts);
+    server.registrar = new Registrar(server, opts.registrar);
     server.listener = await SipListener.open({
       host: opts.host,
       port: opts.port,
@@ -40,6 +46,8 @@ export class SipServer implements SipCore {
       refusedConnection: () => opts.refused('sip-tcp-ip'),
       log: opts.log,
     });
+    server.registrations = new OutboundRegistrations(server, server.requests, opts.registrations.accounts, opts.registrations.changed);
+    server.registrations.start();
     return server;
   }
 
@@ -47,7 +55,13 @@ export class SipServer implements SipCore {
     return this.listener.ports;
   }
 
+  /** The upstream registrations' states (SIP_REGISTRATIONS). */
+  get registrationStates(): RegistrationState[] {
+    return this.registrations.states;
+  }
+
   async close(): Promise<void> {
+    this.registrations?.stop();
     this.requests.close();
     this.dialogs.close();
     this.transactions.close();
@@ -94,9 +108,15 @@ export class SipServer implements SipCore {
     const known = this.transactions.find(req);
     // A retransmission: the same answer again (or none yet, while we work on it).
     if (known) return known.retransmitted();
+    const toTag = param(req.to, 'tag');
+    // A request we are already handling that came again by another path (before its transaction
+    // opens: it answers this branch, not the first one's).
+    const merged = !toTag && req.method !== 'CANCEL' && this.transactions.merged(req);
     const tx = this.transactions.open(req, peer, (bytes) => this.send(peer, bytes));
     if (!tx) return;
-    const toTag = param(req.to, 'tag');
+    if (merged) return this.respond(req, peer, 482, 'Loop Detected', tx);
+    const refusal = refusalOf(req);
+    if (refusal) return this.respond(req, peer, refusal.status, refusal.reason, tx, refusal.headers);
     if (tx instanceof InviteServerTransaction) {
       if (toTag) return this.inDialog.reInvite(req, peer, tx);
       return void this.invites.invite(req, peer, tx).catch((err: Error) => {
@@ -111,6 +131,13 @@ export class SipServer implements SipCore {
         return this.cancel(req, peer, tx);
       case 'NOTIFY':
         return this.inDialog.notify(req, peer, tx);
+      case 'REGISTER':
+        return void this.registrar.register(req, peer, tx).catch((err: Error) => {
+          this.opts.log.error({ err }, 'SIP REGISTER handling failed');
+          this.respond(req, peer, 500, 'Server Internal Error', tx);
+        });
+      case 'INFO':
+        return this.inDialog.info(req, peer, tx);
       case 'OPTIONS':
         return this.respond(req, peer, 200, 'OK', tx, [
           ['Allow', ALLOW],

@@ -12,6 +12,8 @@ import { AuthBackoff } from './authBackoff.js';
 import { DigestAuth } from './digest.js';
 import { SipBindError } from './listener.js';
 import { SipServer } from './sipServer.js';
+import type { RegistrationState } from './outboundRegistrations.js';
+import type { Health } from '../observability/readiness.js';
 
 export interface SipDoor {
   close(): Promise<void>;
@@ -36,6 +38,19 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
     // The certificate HTTPS serves also secures SIP signalling (the media stays plain RTP).
     tls: config.TLS_CERT_FILE && config.TLS_KEY_FILE ? { port: config.SIP_TLS_PORT ?? (config.SIP_PORT && config.SIP_PORT < 65535 ? config.SIP_PORT + 1 : 0), cert: config.TLS_CERT_FILE, key: config.TLS_KEY_FILE } : undefined,
     announcedAddress: config.ICE_PUBLIC_IP || host,
+    media: { inactivityTimeoutMs: config.SIP_MEDIA_TIMEOUT_MS },
+    registrar: { bindings: services.sipBindings },
+    registrations: {
+      accounts: config.SIP_REGISTRATIONS,
+      changed: (state) => {
+        const labels = { registrar: state.registrar, user: state.user };
+        services.metrics.sipRegistrationUp.set(labels, state.state === 'registered' ? 1 : 0);
+        if (state.state === 'failed') {
+          services.metrics.sipRegistrationFailures.inc(labels);
+          log.warn({ registrar: state.registrar, user: state.user, status: state.status, failures: state.failures }, 'SIP registration upstream failed; retrying');
+        } else log.info({ registrar: state.registrar, user: state.user }, 'SIP registered upstream');
+      },
+    },
     calls: services.calls,
     auth: new DigestAuth(config.SIP_USERS),
     authBackoff: new AuthBackoff(config.SIP_AUTH_MAX_FAILURES),
@@ -59,10 +74,26 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
       : bindFailure(err.cause, 'SIP', err.host, err.port, 'SIP_PORT (or SIP_HOST)');
   });
   log.info({ sip: server.ports }, 'SIP front door listening');
+  if (config.SIP_REGISTRATIONS.length) services.readiness.register('sip_registrations', () => registrationsHealth(server.registrationStates));
   return {
     close: async () => {
       await server.close();
       await limits?.close();
     },
   };
+}
+
+/**
+ * /readyz's view of the upstream registrations: degraded (still serving: other calls come in)
+ * while any is not in force, with each one's state in words.
+ */
+function registrationsHealth(states: RegistrationState[]): Health {
+  const words = states.map((s) =>
+    s.state === 'registered'
+      ? `${s.user}@${s.registrar} registered (${Math.max(0, Math.round((s.expiresAt! - Date.now()) / 1000))} s left)`
+      : s.state === 'registering'
+        ? `${s.user}@${s.registrar} registering`
+        : `${s.user}@${s.registrar} failed (${s.status === 0 ? 'registrar name unresolved' : s.status === 408 ? 'no answer' : `status ${s.status}`}; ${s.failures} in a row, retrying)`,
+  );
+  return { state: states.every((s) => s.state === 'registered') ? 'ready' : 'degraded', detail: words.join('; ') };
 }

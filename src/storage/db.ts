@@ -110,6 +110,22 @@ export interface ConsoleLogoutsTable {
   expires_at: number;
 }
 
+/** A SIP phone's registration (storage/sipBindings.ts): one row per address-of-record and contact. */
+export interface SipBindingsTable {
+  /** The registered user (of SIP_USERS). */
+  aor: string;
+  /** The Contact URI it registered. */
+  contact: string;
+  /** Where its REGISTER came from (`udp:host:port`, `tcp:…`, `tls:…`): a phone behind NAT is reached there. */
+  source: string;
+  call_id: string;
+  cseq: number;
+  /** Unix ms. */
+  expires_at: number;
+  user_agent: string | null;
+  updated_at: string;
+}
+
 /** Where webhooks go: one row per API key's endpoint, and `global` for WEBHOOK_URL. */
 export interface WebhookEndpointsTable {
   id: string;
@@ -159,6 +175,7 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   console_logouts: ConsoleLogoutsTable;
+  sip_bindings: SipBindingsTable;
 }
 
 export type Db = Kysely<Database>;

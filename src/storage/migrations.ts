@@ -169,6 +169,24 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('nodes').addColumn('accepting', 'integer', (c) => c.notNull().defaultTo(1)).execute();
     },
   },
+  // SIP phones registered with the registrar (storage/sipBindings.ts), seen by every node.
+  '0011_sip_bindings': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('sip_bindings')
+        .addColumn('aor', 'varchar(64)', (c) => c.notNull())
+        .addColumn('contact', 'varchar(512)', (c) => c.notNull())
+        .addColumn('source', 'varchar(128)', (c) => c.notNull())
+        .addColumn('call_id', 'varchar(256)', (c) => c.notNull())
+        .addColumn('cseq', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('user_agent', 'varchar(200)')
+        .addColumn('updated_at', 'varchar(32)', (c) => c.notNull())
+        .addPrimaryKeyConstraint('sip_bindings_pkey', ['aor', 'contact'])
+        .execute();
+      await db.schema.createIndex('sip_bindings_expires_at').on('sip_bindings').column('expires_at').execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

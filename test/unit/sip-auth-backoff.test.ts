@@ -54,8 +54,8 @@ test('callers: a user past its wrong passwords is refused whatever its source an
   const auth = new DigestAuth(new Map([['alice', 's3cret'], ['bob', 'hunter2']]));
   const policy = { trusted: undefined, auth, authBackoff: new AuthBackoff(5) };
   const verdict = (address: string, user: string, password: string) => callerAdmission(policy, address, answer(auth, user, password), 'INVITE');
-  // Five guesses from five addresses.
-  for (let i = 1; i <= 5; i++) assert.equal(verdict(`198.51.100.${i}`, 'alice', `guess${i}`), 'challenge');
+  // Five guesses from five addresses, each refused as wrong (403, not challenged again).
+  for (let i = 1; i <= 5; i++) assert.equal(verdict(`198.51.100.${i}`, 'alice', `guess${i}`), 'wrong');
   assert.equal(verdict('203.0.113.9', 'alice', 'guess6'), 'backoff');
   assert.equal(verdict('203.0.113.9', 'alice', 's3cret'), 'backoff', 'even the right password waits');
   assert.equal(verdict('203.0.113.9', 'bob', 'hunter2'), 'admitted', 'another user is not held');
@@ -64,6 +64,6 @@ test('callers: a user past its wrong passwords is refused whatever its source an
   t.mock.timers.tick(30_000);
   assert.equal(verdict('203.0.113.9', 'alice', 's3cret'), 'admitted');
   // The count started over: four more wrong ones are not yet held.
-  for (let i = 0; i < 4; i++) assert.equal(verdict('198.51.100.1', 'alice', 'wrong'), 'challenge');
+  for (let i = 0; i < 4; i++) assert.equal(verdict('198.51.100.1', 'alice', 'wrong'), 'wrong');
   assert.equal(verdict('198.51.100.1', 'alice', 's3cret'), 'admitted');
 });

@@ -1,6 +1,7 @@
 // A phone call's media on loopback sockets: symmetric RTP (our audio goes where the caller's comes
 // from, not where its SDP said; a third party's packets are dropped once latched), G.711 frames
-// for the agent, key presses.
+// for the agent, key presses; silence or comfort noise while the agent says nothing; a caller gone
+// silent ended by the media timeout.
 import assert from 'node:assert/strict';
 import { createSocket, type Socket } from 'node:dgram';
 import { after, test } from 'node:test';
@@ -29,7 +30,7 @@ test('symmetric RTP, a third party dropped, G.711 both ways, key presses', async
   const announced = await udp();
   const caller = await udp();
   const stranger = await udp();
-  const transport = await SipTransport.open('127.0.0.1', { protocol: 'RTP/AVP', address: '127.0.0.1', port: announced.port, rtcpPort: announced.port + 1, codec: 'pcmu', payloadType: 0, dtmfPayloadType: 101, direction: 'sendrecv', ptime: 20 });
+  const transport = await SipTransport.open('127.0.0.1', { protocol: 'RTP/AVP', address: '127.0.0.1', port: announced.port, rtcpPort: announced.port + 1, codec: 'pcmu', payloadType: 0, dtmfPayloadType: 101, direction: 'sendrecv', ptime: 20 }, { inactivityTimeoutMs: 0 });
   const frames: Int16Array[] = [];
   const digits: string[] = [];
   let connected = false;
@@ -60,7 +61,9 @@ test('symmetric RTP, a third party dropped, G.711 both ways, key presses', async
   // Ours go to the caller's source, not to the address its SDP gave.
   transport.audioOut.write(tone(200));
   await until('our audio at the caller', () => caller.received.filter((p) => readRtp(p)?.payloadType === 0).length, (n) => n >= 5);
-  assert.equal(announced.received.filter((p) => readRtp(p)).length, 0);
+  // Before the caller's packets latched, only keep-alive silence (µ-law 0xFF) went where its SDP said.
+  const speech = (p: Buffer) => readRtp(p)?.payloadType === 0 && readRtp(p)!.payload.some((b) => b !== 0xff);
+  assert.equal(announced.received.filter(speech).length, 0);
 
   const before = frames.length;
   const sent = [];
@@ -70,4 +73,61 @@ test('symmetric RTP, a third party dropped, G.711 both ways, key presses', async
   caller.socket.send(packet(31, 101, Buffer.from([5, 0, 0, 160])), transport.rtpPort, '127.0.0.1');
   await until('the key press', () => digits.join(''), (d) => d === '5');
   assert.ok(frames.length <= before + 3, `the stranger's packets were dropped (${frames.length - before} frames after)`);
+});
+
+/** A transport answering a PCMU offer to `port` (with comfort noise on 13 when `cn`), its events collected. */
+async function answering(port: number, opts: { cn?: boolean; inactivityTimeoutMs: number }) {
+  const transport = await SipTransport.open(
+    '127.0.0.1',
+    { protocol: 'RTP/AVP', address: '127.0.0.1', port, rtcpPort: port + 1, codec: 'pcmu', payloadType: 0, dtmfPayloadType: undefined, ...(opts.cn ? { comfortNoisePayloadType: 13 } : {}), direction: 'sendrecv', ptime: 20 },
+    { inactivityTimeoutMs: opts.inactivityTimeoutMs },
+  );
+  const lost: string[] = [];
+  transport.attach({
+    connected: () => {},
+    interrupted: () => {},
+    lost: (reason) => lost.push(reason),
+    audio: () => {},
+    agentAudio: () => {},
+    dtmf: () => {},
+    video: () => {},
+    activity: () => {},
+    channel: () => {},
+    failure: (err) => assert.fail(err),
+  });
+  after(() => transport.close());
+  return { transport, lost };
+}
+
+test('while the agent is silent: G.711 silence at 20 ms, or RFC 3389 comfort noise when offered', async () => {
+  const plain = await udp();
+  const withCn = await udp();
+  const a = await answering(plain.port, { inactivityTimeoutMs: 0 });
+  const b = await answering(withCn.port, { cn: true, inactivityTimeoutMs: 0 });
+  a.transport.confirm();
+  b.transport.confirm();
+  await until('keep-alive packets at both', () => Math.min(plain.received.length, withCn.received.length), (n) => n >= 5);
+  const silence = plain.received.map((p) => readRtp(p)!);
+  assert.ok(silence.every((h) => h.payloadType === 0 && h.payload.length === 160 && h.payload.every((x) => x === 0xff)), 'µ-law silence, 160 samples');
+  assert.ok(silence.slice(1).every((h, i) => ((h.sequenceNumber - silence[i]!.sequenceNumber) & 0xffff) === 1 && ((h.timestamp - silence[i]!.timestamp) >>> 0) % 160 === 0), 'consecutive sequence numbers, timestamps on the 20 ms grid');
+  const noise = withCn.received.map((p) => readRtp(p)!);
+  assert.ok(noise.every((h) => h.payloadType === 13 && h.payload.length === 1), 'CN packets carrying a noise level');
+  // Once the agent speaks, its speech leaves as PCMU with the marker bit.
+  b.transport.audioOut.write(tone(100));
+  await until('speech after comfort noise', () => withCn.received.map((p) => readRtp(p)!).find((h) => h.payloadType === 0), (h) => h !== undefined && h.marker);
+});
+
+test('a caller whose RTP and RTCP stop is lost (media_timeout); its packets keep the call', async () => {
+  const caller = await udp();
+  const { transport, lost } = await answering(caller.port, { inactivityTimeoutMs: 2000 });
+  transport.confirm();
+  // RTP comes while the caller is there.
+  const packet = (seq: number) => writeRtp({ payloadType: 0, sequenceNumber: seq, timestamp: seq * 160, ssrc: 9, marker: false }, Buffer.alloc(160, 0xff));
+  for (let seq = 1; seq <= 40; seq++) {
+    caller.socket.send(packet(seq), transport.rtpPort, '127.0.0.1');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  assert.deepEqual(lost, [], 'not lost while its packets came');
+  await until('the call lost after the caller went quiet', () => lost, (l) => l.length === 1);
+  assert.deepEqual(lost, ['media_timeout']);
 });

@@ -34,6 +34,8 @@ export interface AudioOffer {
   /** RFC 4733 telephone-event's payload type and clock rate, when offered. */
   dtmfPayloadType: number | undefined;
   dtmfClockRate?: number;
+  /** RFC 3389 comfort noise's payload type (CN at the codec's 8 kHz clock), when offered with G.711. */
+  comfortNoisePayloadType?: number;
   direction: Direction;
   /** Its ptime, when it asked for one. */
   ptime: number | undefined;
@@ -112,7 +114,10 @@ export function readOffer(sdp: string): OfferReading {
     const events = formats.filter((pt) => rtpmap.get(pt)?.startsWith('telephone-event/'));
     const dtmf = events.find((pt) => rtpmap.get(pt) === `telephone-event/${CLOCK_RATE[codec]}`) ?? events[0];
     const dtmfClockRate = dtmf === undefined ? undefined : Number(rtpmap.get(dtmf)!.split('/')[1]);
-    return { ok: true, offer: { protocol, ...(crypto ? { crypto } : {}), address, port, rtcpPort, codec, payloadType: chosen, dtmfPayloadType: dtmf, dtmfClockRate, direction: dir, ptime } };
+    // Comfort noise rides on the codec's clock: G.711's 8 kHz (static payload type 13, or an rtpmap).
+    const comfortNoise = codec === 'opus' ? undefined : formats.find((pt) => (rtpmap.get(pt) ?? (pt === 13 ? 'cn/8000' : '')) === 'cn/8000');
+    const cn = comfortNoise === undefined ? {} : { comfortNoisePayloadType: comfortNoise };
+    return { ok: true, offer: { protocol, ...(crypto ? { crypto } : {}), address, port, rtcpPort, codec, payloadType: chosen, dtmfPayloadType: dtmf, dtmfClockRate, ...cn, direction: dir, ptime } };
   }
   if (noCrypto) return { ok: false, reason: `no SRTP key offered with ${SRTP_SUITE}` };
   return { ok: false, reason: sawAudio ? 'no PCMU, PCMA or Opus audio offered over RTP/AVP or RTP/SAVP' : 'no audio stream offered' };
@@ -154,10 +159,11 @@ export interface AnswerParams {
   localCrypto?: { key: Buffer; salt: Buffer };
 }
 
-/** The answer to `offer`: its codec, and telephone-event when it offered it. */
+/** The answer to `offer`: its codec, and telephone-event and comfort noise when it offered them. */
 export function writeAnswer({ sessionId, version, address, rtpPort, rtcpPort, offer, localCrypto }: AnswerParams): string {
   const family = address.includes(':') ? 'IP6' : 'IP4';
-  const formats = [offer.payloadType, ...(offer.dtmfPayloadType === undefined ? [] : [offer.dtmfPayloadType])];
+  const cn = offer.comfortNoisePayloadType;
+  const formats = [offer.payloadType, ...(offer.dtmfPayloadType === undefined ? [] : [offer.dtmfPayloadType]), ...(cn === undefined ? [] : [cn])];
   const lines = [
     'v=0',
     `o=parley ${sessionId} ${version} IN ${family} ${address}`,
@@ -167,6 +173,7 @@ export function writeAnswer({ sessionId, version, address, rtpPort, rtcpPort, of
     `m=audio ${rtpPort} ${offer.protocol} ${formats.join(' ')}`,
     ...codecLines(offer),
     ...(offer.dtmfPayloadType === undefined ? [] : [`a=rtpmap:${offer.dtmfPayloadType} telephone-event/${offer.dtmfClockRate ?? CLOCK_RATE[offer.codec]}`, `a=fmtp:${offer.dtmfPayloadType} 0-15`]),
+    ...(cn === undefined ? [] : [`a=rtpmap:${cn} CN/8000`]),
     'a=ptime:20',
     `a=rtcp:${rtcpPort}`,
     `a=${answerDirection(offer.direction)}`,

@@ -3,6 +3,9 @@
 // plain or SRTP keyed by SDES when the caller offers RTP/SAVP, and RFC 4733 key presses. Symmetric
 // RTP: our audio goes where the caller's comes from (callers behind NAT announce addresses nobody
 // can reach); the first valid packets latch that source and packets from any other are dropped.
+// While the agent is silent, silence (or RFC 3389 comfort noise, when the caller offered it) keeps
+// leaving at the packet time, for the NATs, SBCs and PBXes that drop a call carrying no RTP; and a
+// call whose caller sends neither RTP nor RTCP for the media timeout (it vanished without BYE) ends.
 import { randomBytes } from 'node:crypto';
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { isRtcp } from 'werift-rtp';
@@ -22,6 +25,12 @@ const RTCP_INTERVAL_MS = 5000;
 interface Endpoint {
   address: string;
   port: number;
+}
+
+/** A call's media settings from the node's configuration. */
+export interface SipMediaOptions {
+  /** A caller that sends neither RTP nor RTCP for this long is gone: the call ends (media_timeout). 0: never. */
+  inactivityTimeoutMs: number;
 }
 
 /** The dialog's side of the call, as the transport needs it. */
@@ -52,11 +61,15 @@ export class SipTransport implements MediaTrackTransport {
   /** SRTP for an RTP/SAVP call: our key (for the answer) and the channel that uses both. */
   readonly localCrypto: { key: Buffer; salt: Buffer } | undefined;
   private readonly srtp: SrtpChannel | undefined;
+  /** When the caller's RTP or RTCP last came (performance.now()), and the timer watching it. */
+  private lastHeard = 0;
+  private inactivity: NodeJS.Timeout | undefined;
 
   private constructor(
     private readonly rtp: Socket,
     private readonly rtcp: Socket,
     offer: AudioOffer,
+    private readonly options: SipMediaOptions,
   ) {
     this.offer = offer;
     if (offer.crypto) {
@@ -77,15 +90,17 @@ export class SipTransport implements MediaTrackTransport {
       // The agent's audio as it leaves, for the call's recording.
       agentAudio: (frame) => this.events?.agentAudio(frame),
       failure: (err) => this.events?.failure(err),
+      // RFC 3389 comfort noise when the caller offered it, else the codec's silence.
+      keepAlive: offer.comfortNoisePayloadType === undefined ? { kind: 'silence' } : { kind: 'comfortNoise', payloadType: offer.comfortNoisePayloadType },
     });
     rtp.on('message', this.media.guarded((packet: Buffer, from: RemoteInfo) => this.onRtp(packet, from)));
     rtcp.on('message', this.media.guarded((packet: Buffer, from: RemoteInfo) => this.onRtcp(packet, from)));
   }
 
   /** Binds the RTP and RTCP sockets on `host` for a call answering `offer`. */
-  static async open(host: string, offer: AudioOffer): Promise<SipTransport> {
+  static async open(host: string, offer: AudioOffer, options: SipMediaOptions): Promise<SipTransport> {
     const [rtp, rtcp] = await Promise.all([bind(host), bind(host)]);
-    return new SipTransport(rtp, rtcp, offer);
+    return new SipTransport(rtp, rtcp, offer, options);
   }
 
   get rtpPort(): number {
@@ -123,6 +138,7 @@ export class SipTransport implements MediaTrackTransport {
     if (this.confirmed || this.closed) return;
     this.confirmed = true;
     this.media.start();
+    this.watchInactivity();
     this.events?.connected();
   }
 
@@ -130,12 +146,19 @@ export class SipTransport implements MediaTrackTransport {
   update(offer: AudioOffer): void {
     const moved = offer.address !== this.offer.address || offer.port !== this.offer.port;
     // The codec and the SRTP keys stay those of the call (the caller's re-offer may only move or hold it).
-    this.offer = { ...offer, codec: this.offer.codec, payloadType: this.offer.payloadType, protocol: this.offer.protocol, crypto: this.offer.crypto };
+    this.offer = { ...offer, codec: this.offer.codec, payloadType: this.offer.payloadType, comfortNoisePayloadType: this.offer.comfortNoisePayloadType, protocol: this.offer.protocol, crypto: this.offer.crypto };
     if (moved && offer.address !== '0.0.0.0') {
       this.rtpPeer = { address: offer.address, port: offer.port };
       this.rtcpPeer = { address: offer.address, port: offer.rtcpPort };
       this.rtpLatched = this.rtcpLatched = false;
     }
+  }
+
+  /** A key the caller pressed, told in its signalling (SIP INFO) rather than in the RTP. */
+  keyPressed(digit: string): void {
+    if (this.closed) return;
+    this.events?.activity();
+    this.events?.dtmf(digit);
   }
 
   /** The caller hung up (BYE) or gave up (CANCEL). */
@@ -151,10 +174,31 @@ export class SipTransport implements MediaTrackTransport {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.inactivity);
     this.media.stop();
     if (!this.endedByCaller) this.dialog?.hangUp();
     this.rtp.close();
     this.rtcp.close();
+  }
+
+  /**
+   * Ends the call when the caller's RTP and RTCP stop for the timeout (a phone unplugged, a
+   * process killed, a NAT binding gone): its BYE will never come. A caller that said it sends
+   * nothing (hold: recvonly, inactive) is not expected to.
+   */
+  private watchInactivity(): void {
+    const timeout = this.options.inactivityTimeoutMs;
+    if (timeout === 0) return;
+    this.lastHeard = performance.now();
+    this.inactivity = setInterval(() => {
+      const silentByOffer = this.offer.direction === 'recvonly' || this.offer.direction === 'inactive' || this.offer.address === '0.0.0.0';
+      if (silentByOffer) this.lastHeard = performance.now();
+      else if (performance.now() - this.lastHeard > timeout) {
+        clearInterval(this.inactivity);
+        this.events?.lost('media_timeout');
+      }
+    }, Math.min(1000, timeout));
+    this.inactivity.unref();
   }
 
   /** Whether our direction lets us send audio now (not while the caller holds us). */
@@ -177,13 +221,17 @@ export class SipTransport implements MediaTrackTransport {
     if (!packet) return;
     const header = readRtp(packet);
     const dtmf = this.offer.dtmfPayloadType;
+    const comfortNoise = header?.payloadType === this.offer.comfortNoisePayloadType;
     // Only a packet of the stream we agreed latches (a stray or forged datagram is not RTP of ours).
-    if (!header || (header.payloadType !== this.offer.payloadType && header.payloadType !== dtmf)) return;
+    if (!header || (header.payloadType !== this.offer.payloadType && header.payloadType !== dtmf && !comfortNoise)) return;
     if (!this.rtpLatched) {
       this.rtpLatched = true;
       this.rtpPeer = { address: from.address, port: from.port };
     }
+    this.lastHeard = performance.now();
     this.events?.activity();
+    // The caller's comfort noise says it is there; the silence it stands for is not played to the agent.
+    if (comfortNoise) return;
     if (header.payloadType === dtmf) {
       const digit = this.keys.read(header.payload, header.timestamp);
       if (digit) this.events?.dtmf(digit);
@@ -204,6 +252,7 @@ export class SipTransport implements MediaTrackTransport {
       this.rtcpLatched = true;
       this.rtcpPeer = { address: from.address, port: from.port };
     }
+    this.lastHeard = performance.now();
   }
 
   private sendRtcp(packet: Buffer): boolean {
