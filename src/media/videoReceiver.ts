@@ -1,5 +1,6 @@
 // The caller's camera in: RTP packets grouped into frames (by timestamp, closed by the marker bit),
-// VP8 payload descriptors removed, handed to the agent as raw encoded frames.
+// VP8 payload descriptors removed, H.264 NAL units unpacked into Annex-B (RFC 6184: single NAL
+// units, STAP-A, FU-A), handed to the agent as encoded frames a decoder reads as they are.
 import { RtpPacket, Vp8RtpPayload, isRtcp } from 'werift-rtp';
 
 /** A video codec the offer names, with its payload type. */
@@ -10,7 +11,7 @@ export interface VideoCodec {
 
 export interface VideoFrameInfo {
   codec: VideoCodec['name'];
-  /** The frame as received (depacketised payload), for agents that decode it. */
+  /** The frame as received (depacketised payload: VP8 as is, H.264 in Annex-B), for agents that decode it. */
   payload: Buffer;
   timestamp: number;
   keyframe: boolean;
@@ -54,9 +55,10 @@ export class VideoReceiver {
         return;
       }
     } else if (codec === 'H264') {
-      const nalType = (payload[0] ?? 0) & 0x1f;
-      const inner = nalType === 28 ? (payload[1] ?? 0) & 0x1f : nalType;
-      if (inner === 5 || inner === 7) this.keyframe = true;
+      const unpacked = unpackH264(payload);
+      if (!unpacked) return this.reset(undefined);
+      if (unpacked.keyframe) this.keyframe = true;
+      payload = unpacked.bytes;
     }
     this.size += payload.length;
     if (this.size > MAX_FRAME_BYTES) return this.reset(undefined);
@@ -74,4 +76,44 @@ export class VideoReceiver {
     this.keyframe = false;
     this.timestamp = timestamp;
   }
+}
+
+const START_CODE = Buffer.from([0, 0, 0, 1]);
+
+/**
+ * One H.264 RTP payload as Annex-B bytes (RFC 6184): a single NAL unit or each unit of a STAP-A gets
+ * a start code; a FU-A's first fragment gets one and the unit's header back, later ones add their
+ * bytes. `keyframe`: it carries an IDR slice or a sequence parameter set. Undefined: not H.264.
+ */
+export function unpackH264(payload: Buffer): { bytes: Buffer; keyframe: boolean } | undefined {
+  if (payload.length < 1) return undefined;
+  const type = payload[0]! & 0x1f;
+  const isKey = (t: number) => t === 5 || t === 7;
+  if (type >= 1 && type <= 23) return { bytes: Buffer.concat([START_CODE, payload]), keyframe: isKey(type) };
+  if (type === 24) {
+    const parts: Buffer[] = [];
+    let keyframe = false;
+    let at = 1;
+    while (at + 2 <= payload.length) {
+      const size = payload.readUInt16BE(at);
+      at += 2;
+      if (size === 0 || at + size > payload.length) return undefined;
+      const nal = payload.subarray(at, at + size);
+      keyframe ||= isKey(nal[0]! & 0x1f);
+      parts.push(START_CODE, nal);
+      at += size;
+    }
+    return { bytes: Buffer.concat(parts), keyframe };
+  }
+  if (type === 28) {
+    if (payload.length < 2) return undefined;
+    const fu = payload[1]!;
+    const inner = fu & 0x1f;
+    const start = (fu & 0x80) !== 0;
+    const rest = payload.subarray(2);
+    if (!start) return { bytes: rest, keyframe: false };
+    const header = Buffer.from([(payload[0]! & 0xe0) | inner]);
+    return { bytes: Buffer.concat([START_CODE, header, rest]), keyframe: isKey(inner) };
+  }
+  return undefined;
 }
