@@ -16,7 +16,7 @@ RUN bash scripts/build-release.sh
 # Runtime stage: what `scripts/setup.sh --runtime` installs on a Debian host, and the release.
 FROM node:24-bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends pocketsphinx pocketsphinx-en-us flite espeak-ng coturn tini \
+ && apt-get install -y --no-install-recommends pocketsphinx pocketsphinx-en-us flite espeak-ng ffmpeg coturn tini \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY --from=build /app/package.json /app/package-lock.json ./

@@ -23,6 +23,8 @@ export interface AgentContext {
   /** The call's conversation: it outlives the agent (a model switch keeps it). */
   conversation: Conversation;
   emit(event: CallEvent): void;
+  /** Asks the caller's camera for a key frame (false: no camera on this wire, or not sent). */
+  requestKeyframe?(): boolean;
   /** A user or assistant turn is complete (the record keeps it when the session keeps history). */
   turnCompleted(turn: ConversationTurn): void;
 }

@@ -116,6 +116,7 @@ export class Call implements CallControl {
         conversation: this.conversation,
         emit: (event) => this.emit(event),
         turnCompleted: (turn) => this.notify((o) => o.turn?.(this, turn)),
+        requestKeyframe: () => this.transport.requestKeyframe?.() ?? false,
       },
       opts.agentFor,
       // The caller's audio comes at the rate the agent hears at, converted by the transport.

@@ -12,6 +12,8 @@ export interface CameraDeps {
   requestKeyframe(): boolean;
   /** How long to wait for the requested key frame before using the last one (or none). */
   keyframeWaitMs: number;
+  /** A picture was decoded, `ms` after its key frame was asked for (metrics). */
+  decoded?(ms: number): void;
   /** A capture failed: the turn goes on without a picture. */
   failed(code: string, message: string, cause?: Error): void;
 }
@@ -93,7 +95,10 @@ export class Camera {
     }
     try {
       const image = await this.deps.decoder.decode(frame.codec === 'VP8' ? { kind: 'vp8', frame: frame.payload } : { kind: 'h264', frame: frame.payload });
-      this.decodeMs.push(performance.now() - started);
+      const ms = performance.now() - started;
+      this.decodeMs.push(ms);
+      if (this.decodeMs.length > 64) this.decodeMs.shift();
+      this.deps.decoded?.(ms);
       return image;
     } catch (err) {
       this.deps.failed('frame_decode_failed', `The camera's picture could not be decoded: ${(err as Error).message}`, err as Error);

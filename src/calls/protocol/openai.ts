@@ -6,7 +6,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import { randomId } from '../../system/ids.js';
 import type { ResponseRequest } from '../../agent/types.js';
-import { newItemId, type ContentPart, type Item } from '../../session/conversation.js';
+import { imageDataUrl, newItemId, type ContentPart, type Item } from '../../session/conversation.js';
 import type { CallEvent, ResponseInfo } from '../../session/events.js';
 import type { SessionDefaults } from '../../session/session.js';
 import { MAX_AUDIO_MESSAGE_BYTES, MAX_MESSAGE_BYTES, readClientMessage } from './message.js';
@@ -69,7 +69,8 @@ export function wireItem(item: Item): Record<string, unknown> {
   const base = { id: item.id, object: 'realtime.item', type: item.type, status: item.status };
   switch (item.type) {
     case 'message':
-      return { ...base, role: item.role, content: item.content.map((c) => ({ ...c })) };
+      // A picture goes out as the JPEG kept of it (not the original the client sent).
+      return { ...base, role: item.role, content: item.content.map((c) => (c.type === 'input_image' ? { type: 'input_image', image_url: imageDataUrl(c.image), detail: c.detail } : { ...c })) };
     case 'function_call':
       return { ...base, call_id: item.callId, name: item.name, arguments: item.arguments };
     case 'function_call_output':
