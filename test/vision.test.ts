@@ -23,16 +23,17 @@ let dir: string;
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'parley-vision-'));
-  // 320×240 at 15 fps (the least the SDK's videoQuality "low" takes): red for 5 s, then blue for 8 s;
-  // the camera starts just before the microphone, whose first question ends about 3 s in.
+  // 320×240 at 15 fps (the least the SDK's videoQuality "low" takes): red for 6 s, then blue for 10 s;
+  // the camera starts just before the microphone, whose first question ends about 3 s in, the second
+  // about 12 s in (after the first answer has played: the browser's echo canceller would garble it).
   const clip = join(dir, 'camera.y4m');
   execFileSync('ffmpeg', [
     '-hide_banner', '-loglevel', 'error',
-    '-f', 'lavfi', '-i', 'color=c=red:s=320x240:r=15:d=5',
-    '-f', 'lavfi', '-i', 'color=c=blue:s=320x240:r=15:d=8',
+    '-f', 'lavfi', '-i', 'color=c=red:s=320x240:r=15:d=6',
+    '-f', 'lavfi', '-i', 'color=c=blue:s=320x240:r=15:d=10',
     '-filter_complex', '[0:v][1:v]concat=n=2:v=1[v]', '-map', '[v]', '-pix_fmt', 'yuv420p', clip,
   ]);
-  const question = speechWav(join(dir, 'questions.wav'), [{ silenceMs: 1500 }, 'what color do you see', { silenceMs: 6000 }, 'what color do you see', { silenceMs: 3000 }]);
+  const question = speechWav(join(dir, 'questions.wav'), [{ silenceMs: 1500 }, 'what color do you see', { silenceMs: 8000 }, 'what color do you see', { silenceMs: 3000 }]);
   server = await startServer();
   app = await startOrgaApp(server);
   browser = await launchBrowser({ fakeMicrophoneWav: question, fakeCameraY4m: clip });

@@ -115,6 +115,11 @@ export class VoiceAgent implements Agent {
     }
   }
 
+  decodeImage(bytes: Buffer): Promise<StillImage> {
+    if (!this.deps.stills) return Promise.reject(new Error('This server decodes no images.'));
+    return this.deps.stills.decode({ kind: 'image', bytes });
+  }
+
   onVideoFrame(frame: VideoFrameInfo): void {
     this.camera?.onFrame(frame);
   }

@@ -8,6 +8,7 @@ import { Conversation, itemText, type Item, type PlaceResult } from '../session/
 import type { CallEvent, RecordingStopReason } from '../session/events.js';
 import type { Session } from '../session/session.js';
 import { SAMPLE_RATE } from '../media/audio/format.js';
+import type { StillImage } from '../media/stillImage.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
 import { AgentHost } from './agentHost.js';
 import { CallMeter, type CallFigures } from './callFigures.js';
@@ -202,6 +203,12 @@ export class Call implements CallControl {
     this.eventAudio?.sessionChanged(next);
     this.host.sessionChanged();
     this.notify((o) => o.sessionChanged?.(this, next));
+  }
+
+  decodeImage(bytes: Buffer): Promise<StillImage> {
+    const agent = this.host.agent;
+    if (!agent.decodeImage) return Promise.reject(new Error(`The model ${this.current.model} takes no images.`));
+    return agent.decodeImage(bytes);
   }
 
   addItem(item: Item, after?: string | null): PlaceResult {

@@ -33,7 +33,7 @@ const RULES: Rule[] = [
     match: /\b(what|which) colou?rs?\b|\bwhat (do|can) you see\b|\bcan you see\b|\bwhat am i (holding|showing)\b|\blook at (this|that|me)\b|\bhow (bright|dark) is it\b/i,
     answer: (_m, c) =>
       c.picture
-        ? `I can't really see: I'm not a vision model. From the picture's pixels I can tell it is ${readColours(c.picture.image.swatch).words}.`
+        ? `I'm not a vision model, but the picture is ${readColours(c.picture.image.swatch).words}.`
         : "I can't see anything: no camera picture or image has reached me in this conversation.",
   },
   { match: /\b(my name is|i am called|call me)\s+([a-z]+)/i, answer: (m) => `Nice to meet you, ${capitalise(m[2]!)}. How can I help?` },
