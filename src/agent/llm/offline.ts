@@ -30,7 +30,8 @@ const DATE = new Intl.DateTimeFormat('en-US', { weekday: 'long', month: 'long', 
 
 const RULES: Rule[] = [
   {
-    match: /\b(what|which) colou?rs?\b|\bwhat (do|can) you see\b|\bcan you see\b|\bwhat am i (holding|showing)\b|\blook at (this|that|me)\b|\bhow (bright|dark) is it\b/i,
+    // "you see" alone too: the recogniser often garbles the words before it ("white collar do you see").
+    match: /\b(what|which) colou?rs?\b|\byou see\b|\bwhat am i (holding|showing)\b|\blook at (this|that|me)\b|\bhow (bright|dark) is it\b/i,
     answer: (_m, c) =>
       c.picture
         ? `I'm not a vision model, but the picture is ${readColours(c.picture.image.swatch).words}.`
