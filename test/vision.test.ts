@@ -2,6 +2,8 @@
 // at test time: red, then blue) and a fake microphone asking "what color do you see" twice. With
 // `video` in the session's modalities, the offline model names the camera's colour at each turn (the
 // key frame asked for at the end of the turn, decoded by ffmpeg); without it, it makes no colour claim.
+// Then a stand-in OpenAI-compatible vision model on loopback (a second server pointed at it) gets the
+// camera's picture in the user message, and its answer is what the caller hears.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,6 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import { launchBrowser, type LaunchedBrowser } from './helpers/browser.ts';
 import { openOrgaPage, readWire, startOrgaApp, waitForOrga, type OrgaApp } from './helpers/orgaSdk.ts';
 import { startServer, type RunningServer } from './helpers/server.ts';
+import { startModelBackends, type ModelBackends } from './helpers/modelBackends.ts';
 import { speechWav } from './helpers/speech.ts';
 
 const COLOURS = /\b(red|blue|green|yellow|orange|purple|pink|cyan|white|black|grey|brown)\b/i;
@@ -86,6 +89,65 @@ describe('the camera reaches the model (@orga-ai/react, offline model)', () => {
       const answer = o.state.conversationItems!.find((i) => i.sender === 'assistant')!.content.message;
       assert.match(answer, /can't see/);
       assert.doesNotMatch(answer, COLOURS);
+    } finally {
+      await page.close();
+    }
+  });
+});
+
+/** The colour of a JPEG, as the stand-in vision model sees it: its average pixel's strongest channel. */
+function colourOf(jpeg: Buffer): string {
+  const rgb = execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 'image2pipe', '-i', 'pipe:0', '-vf', 'scale=1:1:flags=area', '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'], { input: jpeg });
+  const [r, g, b] = [rgb[0]!, rgb[1]!, rgb[2]!];
+  return r > g && r > b ? 'red' : g > b ? 'green' : 'blue';
+}
+
+describe('a stand-in OpenAI-compatible vision model (LLM_BASE_URL)', () => {
+  let vision: ModelBackends;
+  let llmServer: RunningServer;
+  let llmApp: OrgaApp;
+  const asked: { text: string; images: string[] }[] = [];
+
+  before(async () => {
+    vision = await startModelBackends({
+      intercept: (req, res) => {
+        if (req.path !== '/v1/chat/completions') return false;
+        const body = JSON.parse(req.body.toString());
+        const user = body.messages.filter((m: any) => m.role === 'user').at(-1);
+        const parts = Array.isArray(user.content) ? user.content : [{ type: 'text', text: user.content }];
+        const images = parts.filter((p: any) => p.type === 'image_url').map((p: any) => p.image_url.url as string);
+        asked.push({ text: parts.filter((p: any) => p.type === 'text').map((p: any) => p.text).join(' '), images });
+        const answer = images.length ? `I see ${colourOf(Buffer.from(images.at(-1)!.split(',')[1]!, 'base64'))}.` : 'I see nothing.';
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(`data: ${JSON.stringify({ choices: [{ delta: { content: answer } }] })}\n\ndata: [DONE]\n\n`);
+        return true;
+      },
+    });
+    llmServer = await startServer({ LLM_BASE_URL: vision.baseUrl, LLM_MODEL: 'stand-in-vision' });
+    llmApp = await startOrgaApp(llmServer);
+  });
+
+  after(async () => {
+    await llmApp?.close();
+    await llmServer?.stop();
+    await vision?.close();
+  });
+
+  test("the camera's frame reaches the model in the user message, and its answer is what the caller hears", async () => {
+    const page = await openOrgaPage(browser, llmApp, llmServer.baseUrl, '?video=low');
+    try {
+      await page.click('#start');
+      await waitForOrga(page, 'connected', `o.state.connectionState === 'connected'`);
+      await page.click('#toggle-camera');
+      await waitForOrga(page, 'the camera on', 'o.state.isCameraOn');
+      await page.click('#enable-mic');
+      const o = await waitForOrga(page, "the vision model's answer", `${items('assistant')}.some((i) => /I see/.test(i.content.message))`, 60_000);
+      const withImage = asked.find((a) => a.images.length > 0);
+      assert.ok(withImage, `a request with the picture: ${JSON.stringify(asked.map((a) => a.text))}`);
+      assert.match(withImage.images[0]!, /^data:image\/jpeg;base64,/);
+      assert.match(withImage.text, /you see/, 'the words of the turn beside its picture');
+      const answer = o.state.conversationItems!.find((i) => i.sender === 'assistant' && /I see/.test(i.content.message))!.content.message;
+      assert.equal(answer, 'I see red.', 'the camera showed red at the first question');
     } finally {
       await page.close();
     }
