@@ -26,14 +26,15 @@ let dir: string;
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'parley-vision-'));
-  // 320×240 at 15 fps (the least the SDK's videoQuality "low" takes): red for 6 s, then blue for 10 s;
-  // the camera starts just before the microphone, whose first question ends about 3 s in, the second
-  // about 12 s in (after the first answer has played: the browser's echo canceller would garble it).
+  // 320×240 at 15 fps (the least the SDK's videoQuality "low" takes): red for 7 s, then blue for 11 s
+  // (31 MB of Y4M); the camera starts just before the microphone, whose first question ends about 3 s
+  // in, the second about 12 s in (after the first answer has played: the browser's echo canceller would
+  // garble it). Seconds of margin each side of both, for a busy machine.
   const clip = join(dir, 'camera.y4m');
   execFileSync('ffmpeg', [
     '-hide_banner', '-loglevel', 'error',
-    '-f', 'lavfi', '-i', 'color=c=red:s=320x240:r=15:d=6',
-    '-f', 'lavfi', '-i', 'color=c=blue:s=320x240:r=15:d=10',
+    '-f', 'lavfi', '-i', 'color=c=red:s=320x240:r=15:d=7',
+    '-f', 'lavfi', '-i', 'color=c=blue:s=320x240:r=15:d=11',
     '-filter_complex', '[0:v][1:v]concat=n=2:v=1[v]', '-map', '[v]', '-pix_fmt', 'yuv420p', clip,
   ]);
   const question = speechWav(join(dir, 'questions.wav'), [{ silenceMs: 1500 }, 'what color do you see', { silenceMs: 8000 }, 'what color do you see', { silenceMs: 3000 }]);

@@ -4,7 +4,12 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, test } from 'node:test';
+import { toChatMessages } from '../../src/agent/llm/messages.ts';
+import { offlineReply } from '../../src/agent/llm/offline.ts';
+import { requestBody } from '../../src/agent/llm/openaiCompatible.ts';
+import type { ChatMessage } from '../../src/agent/llm/types.ts';
 import { Camera } from '../../src/agent/vision/camera.ts';
+import type { Item } from '../../src/session/conversation.ts';
 import { readColours } from '../../src/agent/vision/colours.ts';
 import { SWATCH_SIDE, StillDecoder, StillImageError, jpegSize } from '../../src/media/stillImage.ts';
 import { VideoReceiver, type VideoFrameInfo } from '../../src/media/videoReceiver.ts';
@@ -155,5 +160,39 @@ describe('the camera', () => {
     const noCamera = camera(true);
     assert.equal(await noCamera.cam.capture(), undefined, 'no camera: no picture, no request');
     assert.equal(noCamera.requests(), 0);
+  });
+});
+
+describe('pictures in model requests', () => {
+  const image = { jpeg: Buffer.from([0xff, 0xd8, 0xff]), width: 1, height: 1, swatch: new Uint8Array(Array.from({ length: 256 }, () => [220, 30, 30]).flat()) };
+  const request = (messages: ChatMessage[]) => ({ messages, instructions: null, temperature: 0.5, tools: [], toolChoice: 'auto' as const, signal: new AbortController().signal });
+  const asked: ChatMessage = { role: 'user', content: 'what color do you see', images: [{ image, detail: 'low' }] };
+
+  test('the OpenAI-compatible backend sends image_url parts; LLM_IMAGES=false leaves them out and says one was shown', () => {
+    const withImages = requestBody('m', request([asked])) as { messages: { content: unknown }[] };
+    assert.deepEqual(withImages.messages[0]!.content, [
+      { type: 'text', text: 'what color do you see' },
+      { type: 'image_url', image_url: { url: 'data:image/jpeg;base64,/9j/', detail: 'low' } },
+    ]);
+    const without = requestBody('m', request([asked]), false) as { messages: { content: unknown }[] };
+    assert.equal(without.messages[0]!.content, 'what color do you see\n[The user showed an image, which this model cannot see.]');
+  });
+
+  test('the offline model: the colours when shown a picture, and plainly that it cannot see without one', () => {
+    assert.equal(offlineReply(request([asked])), "I'm not a vision model, but the picture is all red, bright.");
+    const blind = offlineReply(request([{ role: 'user', content: 'what color do you see' }]));
+    assert.match(blind, /can't see/);
+    assert.doesNotMatch(blind, /\b(red|green|blue|bright|dark)\b/);
+  });
+
+  test('conversation items: the picture rides on the user message; assistant messages carry none', () => {
+    const items: Item[] = [
+      { id: 'a', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: 'look' }, { type: 'input_image', image, detail: 'auto', source: 'camera' }] },
+      { id: 'b', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_audio', transcript: 'ok' }] },
+    ];
+    const messages = toChatMessages(items);
+    assert.equal(messages[0]!.role === 'user' && messages[0]!.images?.length, 1);
+    assert.equal(messages[0]!.content, 'look');
+    assert.deepEqual(messages[1], { role: 'assistant', content: 'ok' });
   });
 });

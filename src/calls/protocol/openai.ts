@@ -143,6 +143,12 @@ async function itemWithImages(w: WireItem, control: CallControl): Promise<Item> 
   return { id: w.id ?? newItemId(), type: 'message', role: w.role, status: 'completed', content: parts };
 }
 
+/** Whether a client's raw item has an input_image part (before its schema is checked). */
+function carriesImage(item: unknown): boolean {
+  const content = (item as { content?: unknown } | null)?.content;
+  return Array.isArray(content) && content.some((c) => (c as { type?: unknown } | null)?.type === 'input_image');
+}
+
 interface Problem {
   code: string;
   message: string;
@@ -430,7 +436,8 @@ export function openAiProtocol(defaults: SessionDefaults) {
         if (typeof type !== 'string') return fail({ code: 'missing_required_parameter', message: "Missing required parameter: 'type'.", param: 'type' }, eventId);
         if (!(type in CLIENT_EVENTS)) return fail({ code: 'invalid_value', message: `Invalid value: '${type.slice(0, 64)}'. Supported values are: ${Object.keys(CLIENT_EVENTS).join(', ')}.`, param: 'type' }, eventId);
         const kind = type as ClientEventType;
-        if (kind !== 'input_audio_buffer.append' && kind !== 'conversation.item.create' && Buffer.byteLength(text) > MAX_MESSAGE_BYTES) {
+        const mayBeLarge = kind === 'input_audio_buffer.append' || (kind === 'conversation.item.create' && carriesImage(m.item));
+        if (!mayBeLarge && Buffer.byteLength(text) > MAX_MESSAGE_BYTES) {
           return fail({ code: 'message_too_large', message: `Only input_audio_buffer.append and conversation.item.create (with an image) may be larger than ${MAX_MESSAGE_BYTES} bytes.` }, eventId);
         }
         const validate = validators[kind];
