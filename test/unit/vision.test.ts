@@ -76,6 +76,30 @@ describe('the still decoder (ffmpeg)', () => {
     assert.deepEqual(readColours(image.swatch).colours, ['blue']);
   });
 
+  test('VP8 through the RTP receiver: a key frame kept whole (descriptor with a picture id removed), delta frames told without their bytes', async () => {
+    const key = vp8Keyframe('red', '320x240');
+    const frames: VideoFrameInfo[] = [];
+    const receiver = new VideoReceiver([{ payloadType: 96, name: 'VP8' }], (f) => frames.push(f));
+    const send = (frame: Buffer, timestamp: number) => {
+      for (let at = 0, i = 0; at < frame.length; at += 100, i++) {
+        const h = Buffer.alloc(12);
+        h[0] = 0x80;
+        h[1] = (at + 100 >= frame.length ? 0x80 : 0) | 96;
+        h.writeUInt32BE(timestamp, 4);
+        // X=1, S on the first packet, I=1 with a 15-bit picture id.
+        const descriptor = Buffer.from([0x80 | (i === 0 ? 0x10 : 0), 0x80, 0x80 | 0x12, 0x34]);
+        receiver.handle(Buffer.concat([h, descriptor, frame.subarray(at, at + 100)]));
+      }
+    };
+    send(key, 3000);
+    send(Buffer.concat([Buffer.from([key[0]! | 1]), key.subarray(1)]), 6000);
+    assert.equal(frames.length, 2);
+    assert.deepEqual([frames[0]!.keyframe, frames[0]!.payload.equals(key)], [true, true]);
+    assert.deepEqual([frames[1]!.keyframe, frames[1]!.payload.length], [false, 0]);
+    const image = await decoder().decode({ kind: 'vp8', frame: frames[0]!.payload });
+    assert.deepEqual(readColours(image.swatch).colours, ['red']);
+  });
+
   test('a portrait PNG: scaled by its long side; a small one kept at its size', async () => {
     const tall = await decoder().decode({ kind: 'image', bytes: png('green', '600x1600') });
     assert.deepEqual([tall.width, tall.height], [288, 768]);
