@@ -51,7 +51,7 @@ after(async () => {
 });
 
 describe('the camera reaches the model (@orga-ai/react, offline model)', () => {
-  test('camera then mic (modalities with video): the colour shown at each question, red then blue', async () => {
+  test('camera then mic (modalities with video): the colour shown at each question, red then blue', async (t) => {
     const page = await openOrgaPage(browser, app, server.baseUrl, '?video=low');
     try {
       await page.click('#start');
@@ -71,6 +71,10 @@ describe('the camera reaches the model (@orga-ai/react, offline model)', () => {
       const blue = answers.findIndex((a) => /\bblue\b/.test(a));
       assert.ok(red < blue, `red first, then blue: ${JSON.stringify(answers)}`);
       assert.match(answers[red]!, /not a vision model/);
+      // The node's metrics count the pictures; the decode times are printed (not asserted).
+      const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
+      assert.ok(Number(/^parley_vision_frames_sent_total (\d+)/m.exec(metrics)?.[1]) >= 2, 'parley_vision_frames_sent_total');
+      t.diagnostic(`key frame request → JPEG: ${/^parley_vision_decode_seconds_sum (\S+)/m.exec(metrics)?.[1]} s over ${/^parley_vision_decode_seconds_count (\S+)/m.exec(metrics)?.[1]} pictures`);
     } finally {
       await page.close();
     }

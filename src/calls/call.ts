@@ -141,6 +141,7 @@ export class Call implements CallControl {
         this.emit({ type: 'input.dtmf', digit });
       },
       video: (frame) => {
+        this.meter.videoFrame();
         this.notify((o) => o.videoFrame?.(this, frame));
         if (this.current.modalities.includes('video')) this.host.agent.onVideoFrame?.(frame);
       },

@@ -60,7 +60,8 @@ function qualityLine(q) {
 
 function usageLine(u) {
   if (!u) return '–';
-  return `caller ${u.caller_audio_s} s · agent ${u.agent_audio_s} s · tokens ${u.input_tokens}/${u.output_tokens}`;
+  const video = u.video_frames_received ? ` · camera ${u.video_frames_received} frames, ${u.video_frames_to_model ?? 0} to the model` : '';
+  return `caller ${u.caller_audio_s} s · agent ${u.agent_audio_s} s · tokens ${u.input_tokens}/${u.output_tokens}${video}`;
 }
 
 // Live calls: polled every second. A call that leaves the list has ended; its record says how.
