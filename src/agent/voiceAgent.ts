@@ -5,7 +5,10 @@
 // through its Ears (ears.ts): the echo guard, and the session's noise suppression.
 import type { StillDecoder, StillImage } from '../media/stillImage.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
-import { newItemId, type ContentPart, type MessageItem } from '../session/conversation.js';
+import { hasCameraPicture, newItemId, type ContentPart, type MessageItem } from '../session/conversation.js';
+
+/** The camera's pictures a conversation keeps (the latest; each tens of kB). */
+const MAX_CAMERA_PICTURES = 8;
 import type { StageTimings } from '../session/events.js';
 import type { Session } from '../session/session.js';
 import type { ReplyModel } from './llm/types.js';
@@ -354,6 +357,7 @@ export class VoiceAgent implements Agent {
     if (image) {
       item.content.push(...withPicture([], image));
       this.deps.onPicture?.({ sent: true });
+      this.forgetOldPictures();
     }
     if (this.session.transcribeInput) ctx.emit({ type: 'transcription.completed', itemId: item.id, transcript });
     ctx.emit({ type: 'item.done', item, previousItemId: ctx.conversation.previousOf(item.id) });
@@ -364,6 +368,17 @@ export class VoiceAgent implements Agent {
     const timings = { end_of_turn_wait_ms: Math.round(waitMs), transcription_ms: Math.round(performance.now() - stoppedAt) };
     if (prepared) this.adopt(prepared, timings, voiceEndedAt);
     else this.startReply({}, { timings, voiceEndedAt });
+  }
+
+  /**
+   * Only the last MAX_CAMERA_PICTURES of the camera's pictures stay on their items (tens of kB each),
+   * so a long call's memory stays bounded; older user items keep their words.
+   */
+  private forgetOldPictures(): void {
+    const withPictures = this.ctx.conversation.items.filter(hasCameraPicture);
+    for (const old of withPictures.slice(0, -MAX_CAMERA_PICTURES)) {
+      if (old.type === 'message') old.content = old.content.filter((c) => !(c.type === 'input_image' && c.source === 'camera'));
+    }
   }
 
   /** A prepared reply becomes the reply: what it has done so far happens now. */

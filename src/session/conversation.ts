@@ -156,11 +156,14 @@ export class Conversation {
   }
 }
 
-/** The pictures a message carries. */
-export function itemImages(item: Item): { image: StillImage; detail: ImageDetail }[] {
+/** The pictures a message carries; `camera: false` leaves the camera's out. */
+export function itemImages(item: Item, camera = true): { image: StillImage; detail: ImageDetail }[] {
   if (item.type !== 'message') return [];
-  return item.content.flatMap((c) => (c.type === 'input_image' ? [{ image: c.image, detail: c.detail }] : []));
+  return item.content.flatMap((c) => (c.type === 'input_image' && (camera || c.source !== 'camera') ? [{ image: c.image, detail: c.detail }] : []));
 }
+
+/** Whether a message carries a picture of the caller's camera. */
+export const hasCameraPicture = (item: Item): boolean => item.type === 'message' && item.content.some((c) => c.type === 'input_image' && c.source === 'camera');
 
 /** A picture as a data URL (what the wire and the conversation API show). */
 export function imageDataUrl(image: StillImage): string {

@@ -218,5 +218,8 @@ describe('pictures in model requests', () => {
     assert.equal(messages[0]!.role === 'user' && messages[0]!.images?.length, 1);
     assert.equal(messages[0]!.content, 'look');
     assert.deepEqual(messages[1], { role: 'assistant', content: 'ok' });
+    const later: Item = { id: 'c', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: 'and now' }, { type: 'input_image', image, detail: 'auto', source: 'camera' }] };
+    const again = toChatMessages([...items, later]);
+    assert.deepEqual(again.map((m) => (m.role === 'user' ? (m.images?.length ?? 0) : '-')), [0, '-', 1], "only the camera's latest picture goes to the model");
   });
 });
