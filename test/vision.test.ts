@@ -12,9 +12,10 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { launchBrowser, type LaunchedBrowser } from './helpers/browser.ts';
 import { openOrgaPage, readWire, startOrgaApp, waitForOrga, type OrgaApp } from './helpers/orgaSdk.ts';
-import { startServer, type RunningServer } from './helpers/server.ts';
+import { http, startServer, type RunningServer } from './helpers/server.ts';
 import { startModelBackends, type ModelBackends } from './helpers/modelBackends.ts';
 import { speechWav } from './helpers/speech.ts';
+import { until } from './helpers/wait.ts';
 
 const COLOURS = /\b(red|blue|green|yellow|orange|purple|pink|cyan|white|black|grey|brown)\b/i;
 const items = (sender: 'user' | 'assistant') => `(o.state.conversationItems ?? []).filter((i) => i.sender === '${sender}')`;
@@ -71,6 +72,13 @@ describe('the camera reaches the model (@orga-ai/react, offline model)', () => {
       const blue = answers.findIndex((a) => /\bblue\b/.test(a));
       assert.ok(red < blue, `red first, then blue: ${JSON.stringify(answers)}`);
       assert.match(answers[red]!, /not a vision model/);
+      // The conversation's record keeps each turn's picture as a thumbnail (what the console shows).
+      const record = await until(
+        'the turns recorded with their pictures',
+        async () => (await http(server.baseUrl, `/v1/realtime/conversations/${o.state.conversationId}`, { token: server.devKey })).body,
+        (r) => (r.items ?? []).filter((i: any) => i.role === 'user' && i.image).length >= 2,
+      );
+      assert.match(record.items.find((i: any) => i.image).image, /^data:image\/jpeg;base64,\/9j\//);
       // The node's metrics count the pictures; the decode times are printed (not asserted).
       const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
       assert.ok(Number(/^parley_vision_frames_sent_total (\d+)/m.exec(metrics)?.[1]) >= 2, 'parley_vision_frames_sent_total');

@@ -14,6 +14,8 @@ import type { ToolChoice, ToolDefinition } from '../session/tools.js';
 export interface ConversationTurn {
   role: 'user' | 'assistant';
   text: string;
+  /** The picture the turn showed the model, as a small JPEG thumbnail data URL (the console shows it). */
+  image?: string;
 }
 
 export interface AgentContext {

@@ -361,7 +361,7 @@ export class VoiceAgent implements Agent {
     }
     if (this.session.transcribeInput) ctx.emit({ type: 'transcription.completed', itemId: item.id, transcript });
     ctx.emit({ type: 'item.done', item, previousItemId: ctx.conversation.previousOf(item.id) });
-    ctx.turnCompleted({ role: 'user', text: transcript });
+    ctx.turnCompleted({ role: 'user', text: transcript, ...(image ? { image: `data:image/jpeg;base64,${image.thumbnail.toString('base64')}` } : {}) });
     // The caller went on speaking: the reply waits for the end of that turn and answers both.
     if (this.turn || !this.session.turnDetection.createResponse) return prepared?.discard();
     if (this.reply?.generating) this.stopReply(this.reply, 'turn_detected');

@@ -20,11 +20,14 @@ export interface StillImage {
   jpeg: Buffer;
   width: number;
   height: number;
+  /** The picture as a JPEG at most THUMBNAIL_SIDE on its long side (what the console shows). */
+  thumbnail: Buffer;
   /** The picture shrunk to SWATCH_SIDE × SWATCH_SIDE pixels, RGB, row by row. */
   swatch: Uint8Array;
 }
 
 export const SWATCH_SIDE = 16;
+export const THUMBNAIL_SIDE = 160;
 
 export class StillImageError extends Error {
   constructor(
@@ -103,19 +106,21 @@ export class StillDecoder {
   }
 }
 
-/** The ffmpeg arguments reading `source` on stdin and writing the JPEG on stdout, the swatch on fd 3. */
+/** The ffmpeg arguments reading `source` on stdin and writing the JPEG on stdout, the swatch on fd 3, the thumbnail on fd 4. */
 export function ffmpegArgs(source: StillSource, longSide: number): string[] {
   const format = source.kind === 'vp8' ? 'ivf' : source.kind === 'h264' ? 'h264' : 'image2pipe';
   // max_pixels: the decoder refuses a picture larger than that before allocating it.
   const input = ['-f', format, '-max_pixels', String(MAX_PIXELS)];
   const L = longSide;
-  const fit = `scale='if(gt(iw,ih),min(${L},iw),-2)':'if(gt(iw,ih),-2,min(${L},ih))'`;
+  const fitTo = (side: number) => `scale='if(gt(iw,ih),min(${side},iw),-2)':'if(gt(iw,ih),-2,min(${side},ih))'`;
+  const fit = fitTo(L);
   return [
     '-hide_banner', '-loglevel', 'error', '-nostdin', '-threads', '1',
     ...input, '-i', 'pipe:0',
-    '-filter_complex', `[0:v]${fit},split=2[big][s];[s]scale=${SWATCH_SIDE}:${SWATCH_SIDE}:flags=area,format=rgb24[tiny]`,
+    '-filter_complex', `[0:v]${fit},split=3[big][s][t];[s]scale=${SWATCH_SIDE}:${SWATCH_SIDE}:flags=area,format=rgb24[tiny];[t]${fitTo(THUMBNAIL_SIDE)}[thumb]`,
     '-map', '[big]', '-frames:v', '1', '-c:v', 'mjpeg', '-pix_fmt', 'yuvj420p', '-q:v', String(JPEG_QUALITY), '-f', 'image2pipe', 'pipe:1',
     '-map', '[tiny]', '-frames:v', '1', '-f', 'rawvideo', 'pipe:3',
+    '-map', '[thumb]', '-frames:v', '1', '-c:v', 'mjpeg', '-pix_fmt', 'yuvj420p', '-q:v', '8', '-f', 'image2pipe', 'pipe:4',
   ];
 }
 
@@ -166,10 +171,11 @@ function runFfmpeg(opts: StillDecoderOptions, source: StillSource): Promise<Stil
   const input = source.kind === 'vp8' ? ivfOf(source.frame) : source.kind === 'h264' ? source.frame : source.bytes;
   return new Promise((resolve, reject) => {
     const child = spawn(opts.ffmpeg ?? 'ffmpeg', ffmpegArgs(source, opts.longSide), {
-      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
     });
     const jpeg: Buffer[] = [];
     const swatch: Buffer[] = [];
+    const thumbnail: Buffer[] = [];
     let stderr = '';
     let size = 0;
     let settled = false;
@@ -190,6 +196,7 @@ function runFfmpeg(opts: StillDecoderOptions, source: StillSource): Promise<Stil
     };
     child.stdout!.on('data', collect(jpeg));
     (child.stdio[3] as NodeJS.ReadableStream).on('data', collect(swatch));
+    (child.stdio[4] as NodeJS.ReadableStream).on('data', collect(thumbnail));
     child.stderr!.on('data', (chunk: Buffer) => {
       if (stderr.length < 2000) stderr += chunk.toString('utf8');
     });
@@ -199,11 +206,12 @@ function runFfmpeg(opts: StillDecoderOptions, source: StillSource): Promise<Stil
       const out = Buffer.concat(jpeg);
       const rgb = Buffer.concat(swatch);
       const dims = jpegSize(out);
-      if (code !== 0 || !dims || rgb.length !== SWATCH_SIDE * SWATCH_SIDE * 3) {
+      const thumb = Buffer.concat(thumbnail);
+      if (code !== 0 || !dims || rgb.length !== SWATCH_SIDE * SWATCH_SIDE * 3 || !jpegSize(thumb)) {
         const why = stderr.trim().split('\n').at(-1) || `ffmpeg exited with ${code}`;
         return finish(new StillImageError('decode_failed', `The picture could not be decoded (${why.slice(0, 200)}).`));
       }
-      finish(undefined, { jpeg: out, width: dims.width, height: dims.height, swatch: new Uint8Array(rgb) });
+      finish(undefined, { jpeg: out, width: dims.width, height: dims.height, thumbnail: thumb, swatch: new Uint8Array(rgb) });
     });
     child.stdin!.end(input);
   });

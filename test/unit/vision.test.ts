@@ -188,7 +188,7 @@ describe('the camera', () => {
 });
 
 describe('pictures in model requests', () => {
-  const image = { jpeg: Buffer.from([0xff, 0xd8, 0xff]), width: 1, height: 1, swatch: new Uint8Array(Array.from({ length: 256 }, () => [220, 30, 30]).flat()) };
+  const image = { jpeg: Buffer.from([0xff, 0xd8, 0xff]), thumbnail: Buffer.alloc(0), width: 1, height: 1, swatch: new Uint8Array(Array.from({ length: 256 }, () => [220, 30, 30]).flat()) };
   const request = (messages: ChatMessage[]) => ({ messages, instructions: null, temperature: 0.5, tools: [], toolChoice: 'auto' as const, signal: new AbortController().signal });
   const asked: ChatMessage = { role: 'user', content: 'what color do you see', images: [{ image, detail: 'low' }] };
 

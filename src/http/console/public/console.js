@@ -171,7 +171,11 @@ async function openConversation(id) {
   if (c.recording) player.src = `/console/api/conversations/${encodeURIComponent(c.id)}/recording`;
   else player.removeAttribute('src');
   $('transcript').replaceChildren(
-    ...(c.items.length ? c.items.map((t) => el('li', { class: t.role }, el('span', { class: 'role' }, t.role), ' ', t.text)) : [el('li', { class: 'empty' }, 'No turns recorded.')]),
+    ...(c.items.length
+      ? c.items.map((t) =>
+          el('li', { class: t.role }, el('span', { class: 'role' }, t.role), ' ', t.text, ...(t.image?.startsWith('data:image/jpeg;base64,') ? [' ', el('img', { class: 'turn-image', src: t.image, alt: 'the picture this turn showed the model' })] : [])),
+        )
+      : [el('li', { class: 'empty' }, 'No turns recorded.')]),
   );
   $('conversation').hidden = false;
 }
