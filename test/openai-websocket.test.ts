@@ -162,10 +162,12 @@ describe('OpenAI Realtime over WebSocket (openai OpenAIRealtimeWS, TLS)', () => 
       const from = s.events.length;
       s.rt.send({ type: 'conversation.item.create', event_id: 'bad-image', item: { type: 'message', role: 'user', content: [{ type: 'input_image', image_url: `data:image/png;base64,${Buffer.from('not a picture').toString('base64')}` }] } });
       s.rt.send({ type: 'conversation.item.create', event_id: 'not-data', item: { type: 'message', role: 'user', content: [{ type: 'input_image', image_url: 'https://example.com/cat.png' }] } });
+      // A 20 MB data URL: past the 15 MiB an event may have.
+      s.rt.send({ type: 'conversation.item.create', event_id: 'huge', item: { type: 'message', role: 'user', content: [{ type: 'input_image', image_url: `data:image/png;base64,${'A'.repeat(20 * 1024 * 1024)}` }] } });
       s.rt.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'and now?' }] } });
-      const later = await until('two errors and the next item', () => s.events.slice(from), (es) => es.filter((e) => e.type === 'error').length >= 2 && es.some((e) => e.type === 'conversation.item.added'));
+      const later = await until('three errors and the next item', () => s.events.slice(from), (es) => es.filter((e) => e.type === 'error').length >= 3 && es.some((e) => e.type === 'conversation.item.added'));
       const errors = later.filter((e) => e.type === 'error').map((e) => [e.error.event_id, e.error.code]);
-      assert.deepEqual(errors, [['bad-image', 'invalid_image'], ['not-data', 'invalid_image_url']], 'in the order sent');
+      assert.deepEqual(errors, [['bad-image', 'invalid_image'], ['not-data', 'invalid_image_url'], [null, 'message_too_large']], 'in the order sent (the one too large to read names no event)');
     } finally {
       s.close();
     }

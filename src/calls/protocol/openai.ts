@@ -25,8 +25,9 @@ const MAX_IMAGE_URL_CHARS = MAX_AUDIO_MESSAGE_BYTES;
 /** A data channel message carrying an input_image may be this large (libdatachannel's SCTP takes 256 KiB). */
 const DATA_CHANNEL_IMAGE_MESSAGE_BYTES = 256 * 1024;
 const DATA_URL = /^data:image\/(png|jpeg|jpg|webp|gif);base64,/;
-/** Client events that wait while a picture of an earlier one is decoded (so they stay in order). */
+/** Client events that wait while a picture of an earlier one is decoded (so they stay in order), and their bytes. */
 const MAX_WAITING_EVENTS = 256;
+const MAX_WAITING_BYTES = 2 * MAX_AUDIO_MESSAGE_BYTES;
 
 const ContentPartSchema = Type.Union([
   Type.Object({
@@ -267,6 +268,7 @@ export function openAiProtocol(defaults: SessionDefaults) {
 
     /** Client messages that arrived while an image was being decoded, handled after it in order. */
     let waiting: string[] | undefined;
+    let waitingBytes = 0;
 
     /** The reply item the agent's audio belongs to now (audio inside events names it). */
     let speaking: { response_id: string; item_id: string; output_index: number } | null = null;
@@ -400,8 +402,11 @@ export function openAiProtocol(defaults: SessionDefaults) {
       receive(text) {
         // A picture being decoded holds the events after it, so they are handled in the order sent.
         if (waiting) {
-          if (waiting.length >= MAX_WAITING_EVENTS) return fail({ code: 'server_busy', type: 'server_error', message: 'Too many events arrived while an image was being decoded.' });
+          if (waiting.length >= MAX_WAITING_EVENTS || waitingBytes + text.length > MAX_WAITING_BYTES) {
+            return fail({ code: 'server_busy', type: 'server_error', message: 'Too many events arrived while an image was being decoded; this one was dropped.' });
+          }
           waiting.push(text);
+          waitingBytes += text.length;
           return;
         }
         const pending = handle(text);
@@ -409,7 +414,9 @@ export function openAiProtocol(defaults: SessionDefaults) {
         waiting = [];
         const drain = (): void => {
           while (waiting && waiting.length) {
-            const next = handle(waiting.shift()!);
+            const text = waiting.shift()!;
+            waitingBytes -= text.length;
+            const next = handle(text);
             if (next instanceof Promise) return void next.finally(drain);
           }
           waiting = undefined;
