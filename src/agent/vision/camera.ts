@@ -27,8 +27,12 @@ export interface CameraFigures {
   decodeMs: number[];
 }
 
+const ACTIVE_WITHIN_MS = 2000;
+
 export class Camera {
   private lastKeyframe: VideoFrameInfo | undefined;
+  /** When the camera's last frame arrived (performance.now()). */
+  private lastFrameAt = -Infinity;
   private waiters: ((frame: VideoFrameInfo) => void)[] = [];
   private framesReceived = 0;
   private framesSent = 0;
@@ -41,6 +45,7 @@ export class Camera {
   /** A frame of the camera: only key frames are kept (the reference, not a copy), none decoded. */
   onFrame(frame: VideoFrameInfo): void {
     this.framesReceived++;
+    this.lastFrameAt = performance.now();
     if (!frame.keyframe) return;
     this.lastKeyframe = frame;
     const waiters = this.waiters;
@@ -49,9 +54,12 @@ export class Camera {
     for (const w of waiters) w(frame);
   }
 
-  /** Whether a camera has sent anything in this call. */
+  /**
+   * Whether the camera is sending: a frame in the last ACTIVE_WITHIN_MS (a camera turned off, its
+   * track replaced by none, sends nothing, and its last picture is not the scene now).
+   */
   get active(): boolean {
-    return this.framesReceived > 0;
+    return performance.now() - this.lastFrameAt < ACTIVE_WITHIN_MS;
   }
 
   /**
