@@ -11,7 +11,11 @@ import type { ChatMessage } from '../../src/agent/llm/types.ts';
 import { Camera } from '../../src/agent/vision/camera.ts';
 import type { Item } from '../../src/session/conversation.ts';
 import { readColours } from '../../src/agent/vision/colours.ts';
-import { SWATCH_SIDE, StillDecoder, StillImageError, jpegSize } from '../../src/media/stillImage.ts';
+import { openAiProtocol } from '../../src/calls/protocol/openai.ts';
+import type { CallControl } from '../../src/calls/protocol/types.ts';
+import { SWATCH_SIDE, StillDecoder, StillImageError, jpegSize, type StillImage } from '../../src/media/stillImage.ts';
+import type { SessionDefaults } from '../../src/session/session.ts';
+import { until } from '../helpers/wait.ts';
 import { VideoReceiver, type VideoFrameInfo } from '../../src/media/videoReceiver.ts';
 
 const ffmpeg = (args: string[]) => execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', ...args, 'pipe:1'], { maxBuffer: 1 << 24 });
@@ -221,5 +225,34 @@ describe('pictures in model requests', () => {
     const later: Item = { id: 'c', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: 'and now' }, { type: 'input_image', image, detail: 'auto', source: 'camera' }] };
     const again = toChatMessages([...items, later]);
     assert.deepEqual(again.map((m) => (m.role === 'user' ? (m.images?.length ?? 0) : '-')), [0, '-', 1], "only the camera's latest picture goes to the model");
+  });
+});
+
+describe("input_image on OpenAI's protocol", () => {
+  test('the events after an image wait for its decode and keep their order; a busy decoder is server_busy', async () => {
+    const calls: string[] = [];
+    let release: (image: StillImage) => void = () => {};
+    let busy = false;
+    const control = {
+      audioInEvents: false,
+      conversation: { get: () => undefined },
+      decodeImage: () => (busy ? Promise.reject(new StillImageError('decoder_busy', 'busy')) : new Promise<StillImage>((resolve) => (release = resolve))),
+      addItem: (item: Item) => (calls.push(`add ${item.type === 'message' ? item.content.map((c) => c.type).join('+') : item.type}`), { ok: true, previousItemId: null }),
+      createResponse: () => (calls.push('respond'), { ok: true }),
+      logFailure: (err: Error) => calls.push(`failure ${err.message}`),
+    } as unknown as CallControl;
+    const sent: any[] = [];
+    const protocol = openAiProtocol({ turnDetection: null } as unknown as SessionDefaults)(control, (m) => sent.push(m));
+    const image = (url = 'data:image/png;base64,iVBORw0KGgo=') => JSON.stringify({ type: 'conversation.item.create', event_id: 'img', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'what is this' }, { type: 'input_image', image_url: url }] } });
+    protocol.receive(image());
+    protocol.receive(JSON.stringify({ type: 'response.create' }));
+    assert.deepEqual(calls, [], 'the response waits for the image');
+    release({ jpeg: Buffer.from([0xff, 0xd8]), thumbnail: Buffer.alloc(0), width: 1, height: 1, swatch: new Uint8Array(3) });
+    await until('both handled', () => calls.length, (n) => n >= 2);
+    assert.deepEqual(calls, ['add input_text+input_image', 'respond']);
+    busy = true;
+    protocol.receive(image());
+    await until('the refusal', () => sent.filter((m) => m.type === 'error').length, (n) => n >= 1);
+    assert.deepEqual(sent.filter((m) => m.type === 'error').map((m) => [m.error.type, m.error.code, m.error.event_id]), [['server_error', 'server_busy', 'img']]);
   });
 });
