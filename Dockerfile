@@ -24,7 +24,7 @@ RUN tar -xzf /tmp/parley-release.tgz --strip-components=1 -C /app \
 # Runtime stage: what `scripts/setup.sh --runtime` installs on a Debian host, and the release.
 FROM node:24-bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends pocketsphinx pocketsphinx-en-us flite espeak-ng coturn tini \
+ && apt-get install -y --no-install-recommends pocketsphinx pocketsphinx-en-us flite espeak-ng ffmpeg coturn tini \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY --from=install /app ./

@@ -47,6 +47,8 @@ fi
 
 # The built-in voice agent: speech recognition (PocketSphinx) and synthesis (flite, espeak-ng).
 apt_install pocketsphinx pocketsphinx-en-us flite espeak-ng
+# The camera's key frame and clients' images, decoded and scaled to JPEG for the model (ffmpeg).
+apt_install ffmpeg
 
 # TURN: Parley runs coturn itself as a child process (unless TURN_URLS or TURN_ENABLED=false say
 # otherwise). The Debian package's own service is not used: when this script installs the package, it

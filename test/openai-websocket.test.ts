@@ -5,6 +5,7 @@
 // client-driven turns (commit + response.create); refusals before the upgrade; a bad event answered
 // with an error while the session goes on.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -133,6 +134,40 @@ describe('OpenAI Realtime over WebSocket (openai OpenAIRealtimeWS, TLS)', () => 
       assert.ok(outputPeak(s, 'pcm16') > 1000, 'the reply is audible');
       const delta = s.events.find((e) => e.type === 'response.output_audio.delta');
       assert.equal(delta.response_id, done.response.id);
+    } finally {
+      s.close();
+    }
+  });
+
+  test('input_image: a PNG with a question → the reply names its colour (offline: not a vision model); retrieve returns the JPEG kept; not an image → an error, the session goes on', async () => {
+    const png = execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 'lavfi', '-i', 'color=c=green:s=96x64', '-frames:v', '1', '-c:v', 'png', '-f', 'image2pipe', 'pipe:1']);
+    const s = await open(server.baseUrl, server.devKey, ca);
+    try {
+      s.rt.send({
+        type: 'conversation.item.create',
+        item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'What color is this?' }, { type: 'input_image', image_url: `data:image/png;base64,${png.toString('base64')}`, detail: 'low' }] },
+      });
+      s.rt.send({ type: 'response.create' });
+      const done = await waitFor(s, 'response.output_audio_transcript.done');
+      assert.match(done.transcript, /\bgreen\b/);
+      assert.match(done.transcript, /not a vision model/);
+      const added = s.events.find((e) => e.type === 'conversation.item.added' && e.item.role === 'user');
+      const image = added.item.content.find((c: any) => c.type === 'input_image');
+      assert.equal(image.detail, 'low');
+      assert.match(image.image_url, /^data:image\/jpeg;base64,\/9j\//, 'the item keeps a JPEG of the picture');
+      s.rt.send({ type: 'conversation.item.retrieve', item_id: added.item.id });
+      const retrieved = await waitFor(s, 'conversation.item.retrieved');
+      assert.equal(retrieved.item.content[1].image_url, image.image_url);
+
+      const from = s.events.length;
+      s.rt.send({ type: 'conversation.item.create', event_id: 'bad-image', item: { type: 'message', role: 'user', content: [{ type: 'input_image', image_url: `data:image/png;base64,${Buffer.from('not a picture').toString('base64')}` }] } });
+      s.rt.send({ type: 'conversation.item.create', event_id: 'not-data', item: { type: 'message', role: 'user', content: [{ type: 'input_image', image_url: 'https://example.com/cat.png' }] } });
+      // A 20 MB data URL: past the 15 MiB an event may have.
+      s.rt.send({ type: 'conversation.item.create', event_id: 'huge', item: { type: 'message', role: 'user', content: [{ type: 'input_image', image_url: `data:image/png;base64,${'A'.repeat(20 * 1024 * 1024)}` }] } });
+      s.rt.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'and now?' }] } });
+      const later = await until('three errors and the next item', () => s.events.slice(from), (es) => es.filter((e) => e.type === 'error').length >= 3 && es.some((e) => e.type === 'conversation.item.added'));
+      const errors = later.filter((e) => e.type === 'error').map((e) => [e.error.event_id, e.error.code]);
+      assert.deepEqual(errors, [['bad-image', 'invalid_image'], ['not-data', 'invalid_image_url'], [null, 'message_too_large']], 'in the order sent (the one too large to read names no event)');
     } finally {
       s.close();
     }

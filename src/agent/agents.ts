@@ -10,6 +10,7 @@ import { offlineModel } from './llm/offline.js';
 import { openAiCompatibleModel } from './llm/openaiCompatible.js';
 import type { ReplyModel } from './llm/types.js';
 import { AgentRegistry } from './registry.js';
+import { StillDecoder } from '../media/stillImage.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { StageTimings } from '../session/events.js';
 import { createVoiceStages, type VoiceStages } from './stages.js';
@@ -31,7 +32,7 @@ export function replyModelFor(engine: string, config: Config): ReplyModel | unde
       return echoModel;
     case 'llm':
       return config.LLM_BASE_URL
-        ? openAiCompatibleModel({ baseUrl: config.LLM_BASE_URL, model: config.LLM_MODEL, timeoutMs: config.LLM_TIMEOUT_MS, ...(config.LLM_API_KEY ? { apiKey: config.LLM_API_KEY } : {}) })
+        ? openAiCompatibleModel({ baseUrl: config.LLM_BASE_URL, model: config.LLM_MODEL, timeoutMs: config.LLM_TIMEOUT_MS, images: config.LLM_IMAGES, ...(config.LLM_API_KEY ? { apiKey: config.LLM_API_KEY } : {}) })
         : undefined;
     default:
       return undefined;
@@ -53,9 +54,18 @@ export function createAgents(config: Config, log: FastifyBaseLogger, metrics?: M
   }
   if (stages) {
     const models = new Map(VOICE_ENGINES.map((engine) => [engine, replyModelFor(engine, config)] as const));
+    // The node's picture decoder: every call's camera and images share its bound.
+    const stills = new StillDecoder({ concurrency: config.VISION_DECODE_CONCURRENCY, longSide: config.VISION_IMAGE_LONG_SIDE });
     const voice = voiceAgentFactory({
       stages,
       prepareReplyAfterMs: config.PREPARE_REPLY_AFTER_MS,
+      stills,
+      keyframeWaitMs: config.VISION_KEYFRAME_WAIT_MS,
+      onPicture: (event) => {
+        if (!metrics) return;
+        if ('sent' in event) metrics.visionFramesSent.inc();
+        else metrics.visionDecodeSeconds.observe(event.decodedMs / 1000);
+      },
       modelFor: (session: Session) => models.get(registry.engineOf(session.model) as (typeof VOICE_ENGINES)[number]) ?? offlineModel,
       onTimings: (model, timings) => metrics && observeTimings(metrics, model, timings),
     });

@@ -3,6 +3,7 @@
 // converts at its edge); the agent speaks 48 kHz PCM (media/audio/format.ts). What the agent says
 // and hears is kept as items of the call's Conversation, and what happens is told as CallEvents.
 import type { AudioOut } from '../media/audio/format.js';
+import type { StillImage } from '../media/stillImage.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
 import type { Conversation, Item } from '../session/conversation.js';
 import type { CallEvent } from '../session/events.js';
@@ -13,6 +14,8 @@ import type { ToolChoice, ToolDefinition } from '../session/tools.js';
 export interface ConversationTurn {
   role: 'user' | 'assistant';
   text: string;
+  /** The picture the turn showed the model, as a small JPEG thumbnail data URL (the console shows it). */
+  image?: string;
 }
 
 export interface AgentContext {
@@ -23,6 +26,8 @@ export interface AgentContext {
   /** The call's conversation: it outlives the agent (a model switch keeps it). */
   conversation: Conversation;
   emit(event: CallEvent): void;
+  /** Asks the caller's camera for a key frame (false: no camera on this wire, or not sent). */
+  requestKeyframe?(): boolean;
   /** A user or assistant turn is complete (the record keeps it when the session keeps history). */
   turnCompleted(turn: ConversationTurn): void;
 }
@@ -49,6 +54,12 @@ export interface Agent {
   readonly inputSampleRate: number;
   /** One 20 ms frame of the caller's decoded audio, at inputSampleRate. */
   onAudio(frame: Int16Array): void;
+  /**
+   * A client's image (the bytes of its data URL) as the picture a message carries: decoded, scaled and
+   * re-encoded as JPEG; rejects (StillImageError) when it is not an image or the node is too busy.
+   * Absent: this agent takes no images.
+   */
+  decodeImage?(bytes: Buffer): Promise<StillImage>;
   /** A video frame from the caller's camera (only while `video` is in modalities). */
   onVideoFrame?(frame: VideoFrameInfo): void;
   /** The session changed (session.update). */

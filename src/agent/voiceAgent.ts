@@ -3,7 +3,12 @@
 // user item, when a reply starts, barge-in, playback events and the idle prompt. Each reply is a
 // Reply (reply.ts); the conversation belongs to the call. The caller's audio reaches the stages
 // through its Ears (ears.ts): the echo guard, and the session's noise suppression.
-import { newItemId, type MessageItem } from '../session/conversation.js';
+import type { StillDecoder, StillImage } from '../media/stillImage.js';
+import type { VideoFrameInfo } from '../media/videoReceiver.js';
+import { hasCameraPicture, newItemId, type ContentPart, type MessageItem } from '../session/conversation.js';
+
+/** The camera's pictures a conversation keeps (the latest; each tens of kB). */
+const MAX_CAMERA_PICTURES = 8;
 import type { StageTimings } from '../session/events.js';
 import type { Session } from '../session/session.js';
 import type { ReplyModel } from './llm/types.js';
@@ -12,6 +17,7 @@ import { Reply } from './reply.js';
 import type { VoiceStages } from './stages.js';
 import type { RecognitionStream } from './stt/types.js';
 import type { EndpointingOptions, TurnDetector } from './turn/types.js';
+import { Camera } from './vision/camera.js';
 import type { Agent, AgentContext, AgentFactory, Refusal, ResponseRequest } from './types.js';
 
 export interface VoiceAgentDeps {
@@ -25,6 +31,12 @@ export interface VoiceAgentDeps {
    * end is certain (and dropped if the caller goes on); 0: replies start at the end of the turn.
    */
   prepareReplyAfterMs?: number;
+  /** Decodes the camera's key frame at the end of a turn (and clients' images); none: the camera is not used. */
+  stills?: StillDecoder;
+  /** How long a turn's end waits for the key frame it asked for. */
+  keyframeWaitMs?: number;
+  /** A camera picture was decoded in `ms` (from the key frame request), or put in a user message (metrics). */
+  onPicture?(event: { decodedMs: number } | { sent: true }): void;
 }
 
 /** A caller's turn in progress. */
@@ -38,6 +50,8 @@ interface Turn {
   paused: boolean;
   /** The reply prepared during the pause, and the transcript it answers. */
   prepared?: { reply: Reply; transcript: string };
+  /** The camera's picture for this turn, asked for at its first pause or at its end. */
+  picture?: Promise<StillImage | undefined>;
 }
 
 const joinParts = (texts: string[]) => texts.map((t) => t.trim()).filter(Boolean).join(' ');
@@ -63,6 +77,8 @@ export class VoiceAgent implements Agent {
   /** The call's context, its audio out watched by the echo guard. */
   private readonly ctx: AgentContext;
   private readonly ears = new Ears(INPUT_RATE);
+  /** The caller's camera, while the call has one and the session's modalities include video. */
+  private readonly camera: Camera | undefined;
 
   constructor(
     ctx: AgentContext,
@@ -70,6 +86,18 @@ export class VoiceAgent implements Agent {
   ) {
     this.ctx = { ...ctx, audio: this.ears.watch(ctx.audio) };
     this.session = ctx.session();
+    const { stills } = deps;
+    const requestKeyframe = ctx.requestKeyframe?.bind(ctx);
+    this.camera =
+      stills && requestKeyframe
+        ? new Camera({
+            decoder: stills,
+            requestKeyframe,
+            keyframeWaitMs: deps.keyframeWaitMs ?? 400,
+            decoded: (ms) => deps.onPicture?.({ decodedMs: ms }),
+            failed: (code, message, cause) => ctx.emit({ type: 'stage.failed', stage: 'vision', code, message, recoverable: true, ...(cause ? { cause } : {}) }),
+          })
+        : undefined;
     this.setUpNoiseReduction();
     this.setUpTurnDetection();
     // A playback cut short was ended by whoever cleared it (stopReply).
@@ -88,6 +116,22 @@ export class VoiceAgent implements Agent {
       this.manual ??= this.startTurn();
       this.manual.recognition.write(this.ears.forRecognizer(heard));
     }
+  }
+
+  decodeImage(bytes: Buffer): Promise<StillImage> {
+    if (!this.deps.stills) return Promise.reject(new Error('This server decodes no images.'));
+    return this.deps.stills.decode({ kind: 'image', bytes });
+  }
+
+  onVideoFrame(frame: VideoFrameInfo): void {
+    this.camera?.onFrame(frame);
+  }
+
+  /** The camera's picture for `turn` (one capture per turn); undefined without a camera or video in the modalities. */
+  private pictureFor(turn: Turn): Promise<StillImage | undefined> {
+    if (!this.camera?.active || !this.session.modalities.includes('video')) return Promise.resolve(undefined);
+    turn.picture ??= this.camera.capture();
+    return turn.picture;
   }
 
   onSessionUpdate(session: Session): void {
@@ -173,6 +217,7 @@ export class VoiceAgent implements Agent {
     this.detector?.close();
     this.detector = undefined;
     this.ears.close();
+    this.camera?.close();
   }
 
   private setUpTurnDetection(): void {
@@ -213,6 +258,7 @@ export class VoiceAgent implements Agent {
     this.turn?.recognition.abort();
     this.turn?.prepared?.reply.discard();
     this.turn = this.startTurn();
+    this.camera?.turnDone();
     this.ctx.emit({ type: 'input.speech_started', itemId: this.turn.itemId, audioStartMs: Math.round(audioStartMs) });
     if (this.session.turnDetection.interruptResponse) this.interrupt();
     this.ears.turnStarts(audioStartMs);
@@ -231,11 +277,12 @@ export class VoiceAgent implements Agent {
     // What follows the pause (silence, or more speech) goes to a recognition of its own.
     turn.recognition = this.deps.stages.recognizer.start();
     const parts = [...turn.parts];
-    Promise.all(parts).then(
-      (texts) => {
+    const picture = this.pictureFor(turn);
+    Promise.all([Promise.all(parts), picture]).then(
+      ([texts, image]) => {
         const transcript = joinParts(texts);
         if (this.closed || this.turn !== turn || !turn.paused || turn.prepared || !transcript) return;
-        const user: MessageItem = { id: turn.itemId, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript }] };
+        const user: MessageItem = { id: turn.itemId, type: 'message', role: 'user', status: 'completed', content: withPicture([{ type: 'input_audio', transcript }], image) };
         turn.prepared = { transcript, reply: this.startReply({}, {}, user) };
       },
       // A failed part is reported when the turn ends.
@@ -286,9 +333,12 @@ export class VoiceAgent implements Agent {
     // Still silent since the last pause: what followed it was silence, and the parts are the turn.
     if (turn.paused) turn.recognition.abort();
     const parts = turn.paused ? turn.parts : [...turn.parts, turn.recognition.finish()];
+    // The camera's picture is decoded while the words are recognised (a capture never rejects).
+    const picture = this.pictureFor(turn);
     let transcript: string;
+    let image: StillImage | undefined;
     try {
-      transcript = joinParts(await Promise.all(parts));
+      [transcript, image] = await Promise.all([Promise.all(parts).then(joinParts), picture]);
     } catch (err) {
       turn.prepared?.reply.discard();
       if (this.closed) return;
@@ -304,15 +354,31 @@ export class VoiceAgent implements Agent {
     // Noise the recogniser heard as nothing is not a turn.
     if (!transcript) return this.forget(item.id);
     item.content[0] = { type: 'input_audio', transcript };
+    if (image) {
+      item.content.push(...withPicture([], image));
+      this.deps.onPicture?.({ sent: true });
+      this.forgetOldPictures();
+    }
     if (this.session.transcribeInput) ctx.emit({ type: 'transcription.completed', itemId: item.id, transcript });
     ctx.emit({ type: 'item.done', item, previousItemId: ctx.conversation.previousOf(item.id) });
-    ctx.turnCompleted({ role: 'user', text: transcript });
+    ctx.turnCompleted({ role: 'user', text: transcript, ...(image ? { image: `data:image/jpeg;base64,${image.thumbnail.toString('base64')}` } : {}) });
     // The caller went on speaking: the reply waits for the end of that turn and answers both.
     if (this.turn || !this.session.turnDetection.createResponse) return prepared?.discard();
     if (this.reply?.generating) this.stopReply(this.reply, 'turn_detected');
     const timings = { end_of_turn_wait_ms: Math.round(waitMs), transcription_ms: Math.round(performance.now() - stoppedAt) };
     if (prepared) this.adopt(prepared, timings, voiceEndedAt);
     else this.startReply({}, { timings, voiceEndedAt });
+  }
+
+  /**
+   * Only the last MAX_CAMERA_PICTURES of the camera's pictures stay on their items (tens of kB each),
+   * so a long call's memory stays bounded; older user items keep their words.
+   */
+  private forgetOldPictures(): void {
+    const withPictures = this.ctx.conversation.items.filter(hasCameraPicture);
+    for (const old of withPictures.slice(0, -MAX_CAMERA_PICTURES)) {
+      if (old.type === 'message') old.content = old.content.filter((c) => !(c.type === 'input_image' && c.source === 'camera'));
+    }
   }
 
   /** A prepared reply becomes the reply: what it has done so far happens now. */
@@ -391,6 +457,11 @@ export class VoiceAgent implements Agent {
       this.startReply({}, {});
     }, idleMs);
   }
+}
+
+/** A user message's content with the camera's picture after its words, when there is one. */
+function withPicture(content: ContentPart[], image: StillImage | undefined): ContentPart[] {
+  return image ? [...content, { type: 'input_image', image, detail: 'auto', source: 'camera' }] : content;
 }
 
 export function voiceAgentFactory(deps: VoiceAgentDeps): AgentFactory {

@@ -8,6 +8,7 @@ import { Conversation, itemText, type Item, type PlaceResult } from '../session/
 import type { CallEvent, RecordingStopReason } from '../session/events.js';
 import type { Session } from '../session/session.js';
 import { SAMPLE_RATE } from '../media/audio/format.js';
+import type { StillImage } from '../media/stillImage.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
 import { AgentHost } from './agentHost.js';
 import { CallMeter, type CallFigures } from './callFigures.js';
@@ -116,6 +117,7 @@ export class Call implements CallControl {
         conversation: this.conversation,
         emit: (event) => this.emit(event),
         turnCompleted: (turn) => this.notify((o) => o.turn?.(this, turn)),
+        requestKeyframe: () => this.transport.requestKeyframe?.() ?? false,
       },
       opts.agentFor,
       // The caller's audio comes at the rate the agent hears at, converted by the transport.
@@ -139,6 +141,7 @@ export class Call implements CallControl {
         this.emit({ type: 'input.dtmf', digit });
       },
       video: (frame) => {
+        this.meter.videoFrame();
         this.notify((o) => o.videoFrame?.(this, frame));
         if (this.current.modalities.includes('video')) this.host.agent.onVideoFrame?.(frame);
       },
@@ -201,6 +204,12 @@ export class Call implements CallControl {
     this.eventAudio?.sessionChanged(next);
     this.host.sessionChanged();
     this.notify((o) => o.sessionChanged?.(this, next));
+  }
+
+  decodeImage(bytes: Buffer): Promise<StillImage> {
+    const agent = this.host.agent;
+    if (!agent.decodeImage) return Promise.reject(new Error(`The model ${this.current.model} takes no images.`));
+    return agent.decodeImage(bytes);
   }
 
   addItem(item: Item, after?: string | null): PlaceResult {

@@ -16,6 +16,8 @@ export const CallUsageSchema = Type.Object(
     agent_audio_s: Type.Number({ description: "Seconds of the agent's speech handed to the wire (what barge-in dropped and what was unsent at the end not counted)" }),
     input_tokens: Type.Integer({ description: "Model input tokens over the call's replies (reported by the model, else estimated)" }),
     output_tokens: Type.Integer({ description: "Model output tokens over the call's replies" }),
+    video_frames_received: Type.Integer({ description: "Frames of the caller's camera the call received (whatever the modalities)" }),
+    video_frames_to_model: Type.Integer({ description: "Pictures of the caller's camera put in a user message for the model (at most one a turn)" }),
   },
   { title: 'CallUsage', description: 'What a call used, counted by the node that carried it' },
 );
@@ -122,6 +124,8 @@ export class CallMeter {
   private readonly createdAt = performance.now();
   private connectedAfterMs: number | undefined;
   private callerFrames = 0;
+  private videoFrames = 0;
+  private videoFramesToModel = 0;
   private agentSamples = 0;
   private agentDroppedMs = 0;
   private inputTokens = 0;
@@ -137,7 +141,15 @@ export class CallMeter {
     this.callerFrames++;
   }
 
+  /** A frame of the caller's camera arrived. */
+  videoFrame(): void {
+    this.videoFrames++;
+  }
+
   event(event: CallEvent): void {
+    if (event.type === 'item.done' && event.item.type === 'message') {
+      this.videoFramesToModel += event.item.content.filter((c) => c.type === 'input_image' && c.source === 'camera').length;
+    }
     if (event.type !== 'response.done' || !event.response.usage) return;
     this.inputTokens += event.response.usage.inputTokens;
     this.outputTokens += event.response.usage.outputTokens;
@@ -171,6 +183,8 @@ export class CallMeter {
       agent_audio_s: round(Math.max(0, agentMs) / 1000, 2),
       input_tokens: this.inputTokens,
       output_tokens: this.outputTokens,
+      video_frames_received: this.videoFrames,
+      video_frames_to_model: this.videoFramesToModel,
     };
     if (this.connectedAfterMs === undefined) return { usage, quality: null };
     const quality: CallQuality = {

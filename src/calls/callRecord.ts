@@ -33,7 +33,7 @@ export class CallRecord implements CallObserver {
   turn(call: Call, turn: ConversationTurn): void {
     if (!call.session().history) return;
     const seq = this.seq++;
-    this.write('turn not recorded', () => this.store.addTurn(this.threadId, seq, turn.role, turn.text));
+    this.write('turn not recorded', () => this.store.addTurn(this.threadId, seq, turn.role, turn.text, turn.image));
   }
 
   ended(call: Call): Promise<void> {

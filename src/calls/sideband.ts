@@ -102,6 +102,7 @@ export class Sidebands {
         for (const tool of next.tools) if (!before.has(tool.name)) this.tools.add(tool.name);
         call.updateSession(next);
       },
+      decodeImage: (bytes) => call.decodeImage(bytes),
       addItem: (item, after) => call.addItem(item, after),
       deleteItem: (id) => call.deleteItem(id),
       truncateItem: (id, ms) => call.truncateItem(id, ms),

@@ -68,6 +68,8 @@ interface Transport {
   readonly audioOut: AudioOut;
   /** Starts telling `events` what happens; nothing is told before. */
   attach(events: TransportEvents): void;
+  /** Asks the client for a key frame of its camera, when its wire carries one (false: none asked for). */
+  requestKeyframe?(): boolean;
   /** The sample rate the caller's audio is delivered at from now on (what the agent declares it needs). */
   setInputRate(rate: number): void;
   /** What it measured of its wire so far (loss, jitter, round trips, bitrate); still valid after close. */

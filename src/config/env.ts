@@ -620,6 +620,22 @@ export const settings = {
   LLM_BASE_URL: { doc: 'OpenAI-compatible API base (e.g. http://127.0.0.1:11434/v1); when set, orga-1-beta runs its chat completions.', parse: str },
   LLM_API_KEY: { doc: 'Bearer key for LLM_BASE_URL (never logged).', parse: str },
   LLM_MODEL: { doc: 'Model name sent to LLM_BASE_URL.', default: 'gpt-4o-mini', parse: str },
+  LLM_IMAGES: {
+    doc: "Whether LLM_MODEL takes images (a vision model: gpt-4o-mini, Qwen2-VL on vLLM, llava on Ollama…): the camera's picture of each turn and the clients' input_image parts are sent to it as image_url content parts. false: they are left out, and the model is told that an image was shown.",
+    default: 'true',
+    parse: bool,
+  },
+  VISION_DECODE_CONCURRENCY: {
+    doc: "Pictures (the camera's key frame at the end of a turn, a client's input_image) one node decodes at once, each in an ffmpeg process of its own (≈ 40 ms of a core each); a few more wait, the rest are refused (the turn goes on without its picture).",
+    default: '2',
+    parse: int(1, 32),
+  },
+  VISION_IMAGE_LONG_SIDE: { doc: "Long side, in pixels, of the JPEG a picture is scaled to for the model (and stored on the conversation's item).", default: '768', parse: int(64, 2048) },
+  VISION_KEYFRAME_WAIT_MS: {
+    doc: "How long the end of a turn waits for the key frame it asked the caller's camera for (RTCP PLI) before using the last key frame received, or none.",
+    default: '400',
+    parse: int(50, 5000),
+  },
   LLM_TIMEOUT_MS: { doc: 'Timeout of the HTTP backends (LLM_BASE_URL, STT_URL, TTS_URL); a model reply that takes longer fails with an error event and a spoken apology.', default: '15000', parse: int(1000, 120000) },
   STT_PROVIDER: {
     doc: 'Speech recogniser: pocketsphinx (built in, English) or http (STT_URL). Unset: http when STT_URL is set, else pocketsphinx.',

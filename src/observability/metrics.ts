@@ -47,6 +47,17 @@ export class Metrics {
     help: "Video frames received from callers' cameras, assembled from their RTP packets (VP8, H.264)",
     registers: [this.registry],
   });
+  readonly visionDecodeSeconds = new Histogram({
+    name: 'parley_vision_decode_seconds',
+    help: "From asking a caller's camera for a key frame to its picture decoded, scaled and encoded as JPEG (the end of a turn)",
+    buckets: [0.025, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6],
+    registers: [this.registry],
+  });
+  readonly visionFramesSent = new Counter({
+    name: 'parley_vision_frames_sent_total',
+    help: "Camera pictures put in a user message for the reply model (one per turn at most)",
+    registers: [this.registry],
+  });
   readonly tokensIssued = new Counter({ name: 'parley_tokens_issued_total', help: 'Ephemeral tokens minted', registers: [this.registry] });
   readonly rateLimited = new Counter({
     name: 'parley_rate_limited_total',

@@ -1,7 +1,11 @@
 // The conversation of a call as an ordered list of items with ids — the caller's turns, the agent's
 // replies, function calls and their outputs — shared by the agent that answers and the protocol
 // that reports it. It outlives any one agent (a model switch keeps it) and can be resumed.
+import type { StillImage } from '../media/stillImage.js';
 import { randomId } from '../system/ids.js';
+
+/** OpenAI's `detail` of an input image: how closely a vision model is asked to look. */
+export type ImageDetail = 'auto' | 'low' | 'high';
 
 export type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
 
@@ -9,7 +13,12 @@ export type ContentPart =
   | { type: 'input_text'; text: string }
   | { type: 'input_audio'; transcript: string | null }
   | { type: 'output_text'; text: string }
-  | { type: 'output_audio'; transcript: string | null };
+  | { type: 'output_audio'; transcript: string | null }
+  /**
+   * A picture: the caller's camera at the end of a turn, or a client's input_image. Kept as the JPEG
+   * the model is sent (at most VISION_IMAGE_LONG_SIDE on its long side, tens of kB), not the original.
+   */
+  | { type: 'input_image'; image: StillImage; detail: ImageDetail; source: 'camera' | 'client' };
 
 export interface MessageItem {
   id: string;
@@ -147,11 +156,25 @@ export class Conversation {
   }
 }
 
+/** The pictures a message carries; `camera: false` leaves the camera's out. */
+export function itemImages(item: Item, camera = true): { image: StillImage; detail: ImageDetail }[] {
+  if (item.type !== 'message') return [];
+  return item.content.flatMap((c) => (c.type === 'input_image' && (camera || c.source !== 'camera') ? [{ image: c.image, detail: c.detail }] : []));
+}
+
+/** Whether a message carries a picture of the caller's camera. */
+export const hasCameraPicture = (item: Item): boolean => item.type === 'message' && item.content.some((c) => c.type === 'input_image' && c.source === 'camera');
+
+/** A picture as a data URL (what the wire and the conversation API show). */
+export function imageDataUrl(image: StillImage): string {
+  return `data:image/jpeg;base64,${image.jpeg.toString('base64')}`;
+}
+
 /** The text an item carries (a message's text or transcript parts), '' for others. */
 export function itemText(item: Item): string {
   if (item.type !== 'message') return '';
   return item.content
-    .map((c) => (c.type === 'input_text' || c.type === 'output_text' ? c.text : (c.transcript ?? '')))
+    .map((c) => (c.type === 'input_text' || c.type === 'output_text' ? c.text : c.type === 'input_image' ? '' : (c.transcript ?? '')))
     .filter(Boolean)
     .join(' ');
 }

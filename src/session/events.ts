@@ -25,7 +25,7 @@ export type StageTimings = Partial<
 export type ErrorKind = 'invalid_request_error' | 'server_error';
 
 /** Where in the call something failed on the server. */
-export type FailedStage = 'vad' | 'noise_reduction' | 'stt' | 'llm' | 'tts' | 'media';
+export type FailedStage = 'vad' | 'noise_reduction' | 'stt' | 'llm' | 'tts' | 'media' | 'vision';
 
 /** Why a call's recording stopped before the call ended: its size cap, the disk's free space, or an error. */
 export type RecordingStopReason = 'max_size' | 'low_disk' | 'failed';

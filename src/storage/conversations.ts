@@ -45,6 +45,8 @@ export interface StoredTurn {
   role: 'user' | 'assistant';
   text: string;
   createdAt: string;
+  /** The picture the turn showed the model, as a thumbnail data URL. */
+  image?: string;
 }
 
 const UNFINISHED = ['connecting', 'active'];
@@ -195,13 +197,13 @@ export class ConversationStore {
 
   async turns(threadId: string): Promise<StoredTurn[]> {
     const rows = await this.db.selectFrom('conversation_items').selectAll().where('thread_id', '=', threadId).orderBy('seq').execute();
-    return rows.map((r) => ({ role: r.role as StoredTurn['role'], text: r.text, createdAt: r.created_at }));
+    return rows.map((r) => ({ role: r.role as StoredTurn['role'], text: r.text, createdAt: r.created_at, ...(r.image ? { image: r.image } : {}) }));
   }
 
-  async addTurn(threadId: string, seq: number, role: StoredTurn['role'], text: string): Promise<void> {
+  async addTurn(threadId: string, seq: number, role: StoredTurn['role'], text: string, image?: string): Promise<void> {
     await this.db
       .insertInto('conversation_items')
-      .values({ thread_id: threadId, seq, role, text, created_at: new Date().toISOString() })
+      .values({ thread_id: threadId, seq, role, text, created_at: new Date().toISOString(), ...(image ? { image } : {}) })
       .execute();
   }
 }

@@ -91,6 +91,8 @@ export interface ConversationItemsTable {
   role: string;
   text: string;
   created_at: string;
+  /** The turn's picture as a thumbnail data URL (migration 0011); null without one. */
+  image?: string | null;
 }
 
 export interface ClientSecretSessionsTable {

@@ -187,6 +187,13 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('sip_bindings_expires_at').on('sip_bindings').column('expires_at').execute();
     },
   },
+  // The picture a caller's turn showed the model (the camera's), as a small JPEG thumbnail data URL
+  // (≈ 3–8 kB), for the console's conversation view.
+  '0011_turn_images': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('conversation_items').addColumn('image', 'text').execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -124,7 +124,7 @@ export function lostCallData(record: ConversationRecord): Static<typeof CallEnde
     connected_at: connectedAt === null ? null : seconds(connectedAt),
     ended_at: seconds(endedAt),
     duration_s: connectedAt === null ? 0 : Math.round(endedAt - connectedAt) / 1000,
-    usage: { caller_audio_s: 0, agent_audio_s: 0, input_tokens: 0, output_tokens: 0 },
+    usage: { caller_audio_s: 0, agent_audio_s: 0, input_tokens: 0, output_tokens: 0, video_frames_received: 0, video_frames_to_model: 0 },
     quality: null,
   };
 }

@@ -36,6 +36,8 @@ export interface LaunchedBrowser {
 export interface LaunchOptions {
   /** A WAV file the fake microphone plays (--use-file-for-fake-audio-capture), once per capture. */
   fakeMicrophoneWav?: string;
+  /** A Y4M file the fake camera plays (--use-file-for-fake-video-capture), looped. */
+  fakeCameraY4m?: string;
 }
 
 /**
@@ -47,6 +49,7 @@ export async function launchBrowser(opts: LaunchOptions = {}): Promise<LaunchedB
   const userDataDir = mkdtempSync(join(tmpdir(), 'parley-chromium-'));
   // %noloop: each capture (each getUserMedia) plays the file from its start once, then silence.
   const microphone = opts.fakeMicrophoneWav ? [`--use-file-for-fake-audio-capture=${opts.fakeMicrophoneWav}%noloop`] : [];
+  if (opts.fakeCameraY4m) microphone.push(`--use-file-for-fake-video-capture=${opts.fakeCameraY4m}`);
   const browser = await chromium
     .launch({
       executablePath: CHROMIUM_PATH,

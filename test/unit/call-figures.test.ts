@@ -121,7 +121,7 @@ test("usage: the caller's frames, the agent's audio less what was dropped or uns
   meter.event({ type: 'response.done', response: { ...response, usage: { inputTokens: 5, outputTokens: 7 } } });
   meter.event({ type: 'response.done', response });
   const figures = meter.figures('webrtc', undefined, out.queuedMs);
-  assert.deepEqual(figures.usage, { caller_audio_s: 3, agent_audio_s: 2.25, input_tokens: 15, output_tokens: 10 });
+  assert.deepEqual(figures.usage, { caller_audio_s: 3, agent_audio_s: 2.25, input_tokens: 15, output_tokens: 10, video_frames_received: 0, video_frames_to_model: 0 });
   assert.equal(figures.quality, null, 'never connected: no quality');
   meter.connected();
   const quality = meter.figures('webrtc', undefined, 0).quality!;

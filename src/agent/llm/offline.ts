@@ -1,8 +1,11 @@
 // `parley-offline`: a small rule-based conversational model that needs no weights. It is honest
 // about what it is, follows a few things from `instructions` (a name, brevity), uses the
-// conversation history (remembers the caller's name, refers back to the last topic).
+// conversation history (remembers the caller's name, refers back to the last topic). It is not a
+// vision model: shown a picture (the caller's camera, an input_image), it says only what can be
+// computed from the pixels — the dominant colours and the brightness — and that it cannot see.
+import { readColours } from '../vision/colours.js';
 import { lastUserText } from './messages.js';
-import type { ChatMessage, ReplyModel, ReplyRequest } from './types.js';
+import type { ChatImage, ChatMessage, ReplyModel, ReplyRequest } from './types.js';
 
 interface Rule {
   match: RegExp;
@@ -15,6 +18,8 @@ interface Context {
   /** Earlier messages (without the one being answered). */
   history: ChatMessage[];
   brief: boolean;
+  /** The latest picture the caller showed in this conversation, if any. */
+  picture: ChatImage | undefined;
 }
 
 const pick = <T>(items: T[], seed: number): T => items[seed % items.length]!;
@@ -24,6 +29,14 @@ const TIME = new Intl.DateTimeFormat('en-US', { hour: 'numeric', minute: '2-digi
 const DATE = new Intl.DateTimeFormat('en-US', { weekday: 'long', month: 'long', day: 'numeric' });
 
 const RULES: Rule[] = [
+  {
+    // "you see" alone too: the recogniser often garbles the words before it ("white collar do you see").
+    match: /\b(what|which) colou?rs?\b|\byou see\b|\bwhat am i (holding|showing)\b|\blook at (this|that|me)\b|\bhow (bright|dark) is it\b/i,
+    answer: (_m, c) =>
+      c.picture
+        ? `I'm not a vision model, but the picture is ${readColours(c.picture.image.swatch).words}.`
+        : "I can't see anything: no camera picture or image has reached me in this conversation.",
+  },
   { match: /\b(my name is|i am called|call me)\s+([a-z]+)/i, answer: (m) => `Nice to meet you, ${capitalise(m[2]!)}. How can I help?` },
   {
     match: /\b(what('s| is) my name|do you (know|remember) my name)\b/i,
@@ -57,7 +70,10 @@ function contextOf(req: ReplyRequest, history: ChatMessage[]): Context {
     const m = turn.role === 'user' ? turn.content.match(/\b(?:my name is|i am called|call me)\s+([a-z]+)/i) : null;
     if (m) callerName = capitalise(m[1]!);
   }
+  let picture: ChatImage | undefined;
+  for (const m of req.messages) if (m.role === 'user' && m.images?.length) picture = m.images.at(-1);
   return {
+    picture,
     assistantName: named?.[1] ?? 'Parley',
     callerName,
     history,

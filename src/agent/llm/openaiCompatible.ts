@@ -1,6 +1,7 @@
 // Any OpenAI-compatible chat-completions endpoint (LLM_BASE_URL), streamed over SSE: instructions,
 // temperature, the conversation and the client's tools go in; text deltas, tool calls and usage
 // come out as they arrive.
+import { imageDataUrl } from '../../session/conversation.js';
 import type { ChatMessage, ReplyChunk, ReplyModel, ReplyRequest, ToolChoice } from './types.js';
 
 export interface OpenAiCompatibleOptions {
@@ -8,6 +9,8 @@ export interface OpenAiCompatibleOptions {
   apiKey?: string;
   model: string;
   timeoutMs: number;
+  /** The model takes images (image_url content parts); false: they are left out and the model told one was shown. */
+  images?: boolean;
 }
 
 interface StreamChunk {
@@ -20,10 +23,23 @@ interface StreamChunk {
   usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
 }
 
-function wireMessage(m: ChatMessage): Record<string, unknown> {
+/** A user message with pictures: its text, then each picture as an image_url part (a JPEG data URL). */
+function userContent(m: Extract<ChatMessage, { role: 'user' }>, images: boolean): unknown {
+  if (!m.images?.length) return m.content;
+  if (!images) {
+    const note = m.images.length === 1 ? '[The user showed an image, which this model cannot see.]' : `[The user showed ${m.images.length} images, which this model cannot see.]`;
+    return m.content ? `${m.content}\n${note}` : note;
+  }
+  return [
+    ...(m.content ? [{ type: 'text', text: m.content }] : []),
+    ...m.images.map((i) => ({ type: 'image_url', image_url: { url: imageDataUrl(i.image), detail: i.detail } })),
+  ];
+}
+
+function wireMessage(m: ChatMessage, images: boolean): Record<string, unknown> {
   switch (m.role) {
     case 'user':
-      return { role: 'user', content: m.content };
+      return { role: 'user', content: userContent(m, images) };
     case 'assistant':
       return m.toolCalls?.length
         ? {
@@ -41,10 +57,10 @@ function wireToolChoice(choice: ToolChoice): unknown {
   return typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } };
 }
 
-export function requestBody(model: string, req: ReplyRequest): Record<string, unknown> {
+export function requestBody(model: string, req: ReplyRequest, images = true): Record<string, unknown> {
   return {
     model,
-    messages: [...(req.instructions ? [{ role: 'system', content: req.instructions }] : []), ...req.messages.map(wireMessage)],
+    messages: [...(req.instructions ? [{ role: 'system', content: req.instructions }] : []), ...req.messages.map((m) => wireMessage(m, images))],
     temperature: req.temperature,
     stream: true,
     stream_options: { include_usage: true },
@@ -87,7 +103,7 @@ export function openAiCompatibleModel(opts: OpenAiCompatibleOptions): ReplyModel
       const res = await fetch(`${opts.baseUrl.replace(/\/$/, '')}/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) },
-        body: JSON.stringify(requestBody(opts.model, req)),
+        body: JSON.stringify(requestBody(opts.model, req, opts.images ?? true)),
         signal,
       });
       if (!res.ok || !res.body) throw new Error(`language model answered HTTP ${res.status}`);

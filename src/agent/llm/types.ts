@@ -1,5 +1,7 @@
 // A reply model: the conversation so far in, the reply out as it is generated (text deltas, tool
 // calls), cancellable through the request's signal.
+import type { StillImage } from '../../media/stillImage.js';
+import type { ImageDetail } from '../../session/conversation.js';
 import type { ToolChoice, ToolDefinition } from '../../session/tools.js';
 
 export type { ToolChoice, ToolDefinition };
@@ -13,10 +15,16 @@ export interface ToolCall {
 }
 
 export type ChatMessage =
-  | { role: 'user'; content: string }
+  /** `images`: pictures shown with the message (the camera at the end of the turn, a client's input_image). */
+  | { role: 'user'; content: string; images?: ChatImage[] }
   | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
   | { role: 'tool'; toolCallId: string; content: string };
 
+
+export interface ChatImage {
+  image: StillImage;
+  detail: ImageDetail;
+}
 
 export interface ReplyRequest {
   /** The conversation, oldest first, ending with what is to be answered. */

@@ -6,7 +6,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import { randomId } from '../../system/ids.js';
 import type { ResponseRequest } from '../../agent/types.js';
-import { newItemId, type ContentPart, type Item } from '../../session/conversation.js';
+import { imageDataUrl, newItemId, type ContentPart, type Item } from '../../session/conversation.js';
 import type { CallEvent, ResponseInfo } from '../../session/events.js';
 import type { SessionDefaults } from '../../session/session.js';
 import { MAX_AUDIO_MESSAGE_BYTES, MAX_MESSAGE_BYTES, readClientMessage } from './message.js';
@@ -16,7 +16,25 @@ import type { CallControl, ClientProtocol } from './types.js';
 const Id = Type.String({ minLength: 1, maxLength: 64 });
 const Text = Type.String({ maxLength: 32 * 1024 });
 
+/**
+ * An input_image's data URL: OpenAI's image types, base64. Bounded by the message that carries it
+ * (15 MiB over a WebSocket, DATA_CHANNEL_MESSAGE_BYTES over a data channel); the picture is decoded,
+ * scaled and kept as a JPEG (the item carries that, not the original).
+ */
+const MAX_IMAGE_URL_CHARS = MAX_AUDIO_MESSAGE_BYTES;
+/** A data channel message carrying an input_image may be this large (libdatachannel's SCTP takes 256 KiB). */
+const DATA_CHANNEL_IMAGE_MESSAGE_BYTES = 256 * 1024;
+const DATA_URL = /^data:image\/(png|jpeg|jpg|webp|gif);base64,/;
+/** Client events that wait while a picture of an earlier one is decoded (so they stay in order), and their bytes. */
+const MAX_WAITING_EVENTS = 256;
+const MAX_WAITING_BYTES = 2 * MAX_AUDIO_MESSAGE_BYTES;
+
 const ContentPartSchema = Type.Union([
+  Type.Object({
+    type: Type.Literal('input_image'),
+    image_url: Type.String({ maxLength: MAX_IMAGE_URL_CHARS }),
+    detail: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('low'), Type.Literal('high')])),
+  }),
   Type.Object({ type: Type.Union([Type.Literal('input_text'), Type.Literal('text'), Type.Literal('output_text')]), text: Text }),
   Type.Object({ type: Type.Union([Type.Literal('input_audio'), Type.Literal('output_audio'), Type.Literal('audio')]), transcript: Type.Optional(Type.Union([Text, Type.Null()])) }),
 ]);
@@ -69,7 +87,8 @@ export function wireItem(item: Item): Record<string, unknown> {
   const base = { id: item.id, object: 'realtime.item', type: item.type, status: item.status };
   switch (item.type) {
     case 'message':
-      return { ...base, role: item.role, content: item.content.map((c) => ({ ...c })) };
+      // A picture goes out as the JPEG kept of it (not the original the client sent).
+      return { ...base, role: item.role, content: item.content.map((c) => (c.type === 'input_image' ? { type: 'input_image', image_url: imageDataUrl(c.image), detail: c.detail } : { ...c })) };
     case 'function_call':
       return { ...base, call_id: item.callId, name: item.name, arguments: item.arguments };
     case 'function_call_output':
@@ -83,11 +102,62 @@ function itemFromWire(w: Static<typeof ItemSchema>): Item {
   if (w.type === 'function_call_output') return { id, type: 'function_call_output', status: 'completed', callId: w.call_id, output: w.output };
   if (w.type === 'function_call') return { id, type: 'function_call', status: 'completed', callId: w.call_id, name: w.name, arguments: w.arguments };
   const content = w.content.map((c): ContentPart => {
+    if (c.type === 'input_image') throw new Error('input_image parts are decoded before the item is made (withImages)');
     if ('text' in c) return w.role === 'assistant' ? { type: 'output_text', text: c.text } : { type: 'input_text', text: c.text };
     return w.role === 'assistant' ? { type: 'output_audio', transcript: c.transcript ?? null } : { type: 'input_audio', transcript: c.transcript ?? null };
   });
   return { id, type: 'message', role: w.role, status: 'completed', content };
 }
+
+type WireItem = Static<typeof ItemSchema>;
+
+/** Whether a client's item has pictures (they are decoded before it is added). */
+function hasImages(w: WireItem | { type: 'item_reference' }): boolean {
+  return 'content' in w && w.content.some((c) => c.type === 'input_image');
+}
+
+/**
+ * A client's item with its input_image parts decoded: the pictures as the JPEGs kept of them. Rejects
+ * with a problem for the client (not a data URL, not an image, the node too busy).
+ */
+async function itemWithImages(w: WireItem, control: CallControl): Promise<Item> {
+  if (!('content' in w)) return itemFromWire(w);
+  if (w.role === 'assistant') throw problem('invalid_value', 'Only user and system messages may carry input_image.', 'item.content');
+  const parts: ContentPart[] = [];
+  for (const c of w.content) {
+    if (c.type !== 'input_image') {
+      parts.push(...(itemFromWire({ ...w, content: [c] }) as { content: ContentPart[] }).content);
+      continue;
+    }
+    const match = DATA_URL.exec(c.image_url);
+    if (!match) throw problem('invalid_image_url', 'input_image.image_url must be a data URL of a PNG, JPEG, WebP or GIF image (data:image/png;base64,…).', 'item.content.image_url');
+    const bytes = Buffer.from(c.image_url.slice(match[0].length), 'base64');
+    try {
+      const image = await control.decodeImage(bytes);
+      parts.push({ type: 'input_image', image, detail: c.detail ?? 'auto', source: 'client' });
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === 'decoder_busy') throw problem('server_busy', (err as Error).message, 'item.content.image_url', 'server_error');
+      throw problem('invalid_image', `input_image could not be read as an image: ${(err as Error).message}`, 'item.content.image_url');
+    }
+  }
+  return { id: w.id ?? newItemId(), type: 'message', role: w.role, status: 'completed', content: parts };
+}
+
+/** Whether a client's raw item has an input_image part (before its schema is checked). */
+function carriesImage(item: unknown): boolean {
+  const content = (item as { content?: unknown } | null)?.content;
+  return Array.isArray(content) && content.some((c) => (c as { type?: unknown } | null)?.type === 'input_image');
+}
+
+interface Problem {
+  code: string;
+  message: string;
+  param?: string;
+  type?: string;
+}
+const problem = (code: string, message: string, param?: string, type?: string): Problem => ({ code, message, ...(param ? { param } : {}), ...(type ? { type } : {}) });
+const isProblem = (err: unknown): err is Problem => typeof err === 'object' && err !== null && 'code' in err && 'message' in err && !(err instanceof Error);
 
 function wireResponse(r: ResponseInfo, conversationId: string, voice: string) {
   const usage = r.usage ?? { inputTokens: 0, outputTokens: 0 };
@@ -125,7 +195,8 @@ export function openAiProtocol(defaults: SessionDefaults) {
       });
     const sessionObject = () => openAiSessionObject(control.session(), control.id);
 
-    const handlers: { [T in ClientEventType]: (e: ClientEvent<T>) => ParamProblem | { code: string; message: string; param?: string } | void } = {
+    type Outcome = ParamProblem | { code: string; message: string; param?: string } | void;
+    const handlers: { [T in ClientEventType]: (e: ClientEvent<T>) => Outcome | Promise<Outcome> } = {
       'session.update': (e) => {
         const result = applyOpenAiSession(control.session(), e.session, defaults.turnDetection);
         if (!result.ok) return result.problem;
@@ -142,8 +213,13 @@ export function openAiProtocol(defaults: SessionDefaults) {
       },
       'input_audio_buffer.clear': () => control.clearInput(),
       'conversation.item.create': (e) => {
-        const placed = control.addItem(itemFromWire(e.item), e.previous_item_id);
-        if (!placed.ok) return { code: 'invalid_value', message: placed.message, param: 'previous_item_id' };
+        const add = (item: Item): Outcome => {
+          const placed = control.addItem(item, e.previous_item_id);
+          if (!placed.ok) return { code: 'invalid_value', message: placed.message, param: 'previous_item_id' };
+        };
+        // Pictures are decoded first; the client's later events wait (see receive).
+        if (hasImages(e.item)) return itemWithImages(e.item, control).then(add, (err: unknown) => (isProblem(err) ? err : Promise.reject(err)));
+        return add(itemFromWire(e.item));
       },
       'conversation.item.retrieve': (e) => {
         const item = control.conversation.get(e.item_id);
@@ -171,6 +247,7 @@ export function openAiProtocol(defaults: SessionDefaults) {
         };
         if (r.input) {
           const input: Item[] = [];
+          if (r.input.some(hasImages)) return { code: 'invalid_value', message: 'response.input items may not carry input_image; add the item with conversation.item.create and reference it.', param: 'response.input' };
           for (const w of r.input) {
             if (w.type === 'item_reference') {
               const ref = control.conversation.get(w.id);
@@ -188,6 +265,10 @@ export function openAiProtocol(defaults: SessionDefaults) {
       },
       'output_audio_buffer.clear': () => control.clearOutputAudio(),
     };
+
+    /** Client messages that arrived while an image was being decoded, handled after it in order. */
+    let waiting: string[] | undefined;
+    let waitingBytes = 0;
 
     /** The reply item the agent's audio belongs to now (audio inside events names it). */
     let speaking: { response_id: string; item_id: string; output_index: number } | null = null;
@@ -319,27 +400,28 @@ export function openAiProtocol(defaults: SessionDefaults) {
       },
 
       receive(text) {
-        // Audio in events (a WebSocket): an append may be as large as OpenAI takes; any other event as over a data channel.
-        const reading = readClientMessage(text, control.audioInEvents ? MAX_AUDIO_MESSAGE_BYTES : MAX_MESSAGE_BYTES);
-        if (!reading.ok) return fail({ code: reading.code, message: reading.message });
-        const m = reading.message;
-        const eventId = typeof m.event_id === 'string' ? m.event_id.slice(0, 128) : undefined;
-        const type = m.type;
-        if (typeof type !== 'string') return fail({ code: 'missing_required_parameter', message: "Missing required parameter: 'type'.", param: 'type' }, eventId);
-        if (!(type in CLIENT_EVENTS)) return fail({ code: 'invalid_value', message: `Invalid value: '${type.slice(0, 64)}'. Supported values are: ${Object.keys(CLIENT_EVENTS).join(', ')}.`, param: 'type' }, eventId);
-        const kind = type as ClientEventType;
-        if (control.audioInEvents && kind !== 'input_audio_buffer.append' && Buffer.byteLength(text) > MAX_MESSAGE_BYTES) {
-          return fail({ code: 'message_too_large', message: `Only input_audio_buffer.append may be larger than ${MAX_MESSAGE_BYTES} bytes.` }, eventId);
+        // A picture being decoded holds the events after it, so they are handled in the order sent.
+        if (waiting) {
+          if (waiting.length >= MAX_WAITING_EVENTS || waitingBytes + text.length > MAX_WAITING_BYTES) {
+            return fail({ code: 'server_busy', type: 'server_error', message: 'Too many events arrived while an image was being decoded; this one was dropped.' });
+          }
+          waiting.push(text);
+          waitingBytes += text.length;
+          return;
         }
-        const validate = validators[kind];
-        if (!validate(m)) return fail(paramProblem(validate.errors, ''), eventId);
-        try {
-          const problem = (handlers[kind] as (e: unknown) => ReturnType<(typeof handlers)[ClientEventType]>)(m);
-          if (problem) fail(problem, eventId);
-        } catch (err) {
-          control.logFailure(err as Error);
-          fail({ type: 'server_error', code: 'server_error', message: 'The event could not be handled.' }, eventId);
-        }
+        const pending = handle(text);
+        if (!(pending instanceof Promise)) return;
+        waiting = [];
+        const drain = (): void => {
+          while (waiting && waiting.length) {
+            const text = waiting.shift()!;
+            waitingBytes -= text.length;
+            const next = handle(text);
+            if (next instanceof Promise) return void next.finally(drain);
+          }
+          waiting = undefined;
+        };
+        void pending.finally(drain);
       },
 
       deliver,
@@ -348,5 +430,40 @@ export function openAiProtocol(defaults: SessionDefaults) {
         emit({ type: 'parley.session.ended', reason });
       },
     };
+
+    /** Handles one client message; a promise when it goes on (an image being decoded). */
+    function handle(text: string): Promise<void> | void {
+        // Audio in events (a WebSocket): an append may be as large as OpenAI takes; any other event as
+        // over a data channel, where an item with an image may be larger than other events.
+        const reading = readClientMessage(text, control.audioInEvents ? MAX_AUDIO_MESSAGE_BYTES : DATA_CHANNEL_IMAGE_MESSAGE_BYTES);
+        if (!reading.ok) return fail({ code: reading.code, message: reading.message });
+        const m = reading.message;
+        const eventId = typeof m.event_id === 'string' ? m.event_id.slice(0, 128) : undefined;
+        const type = m.type;
+        if (typeof type !== 'string') return fail({ code: 'missing_required_parameter', message: "Missing required parameter: 'type'.", param: 'type' }, eventId);
+        if (!(type in CLIENT_EVENTS)) return fail({ code: 'invalid_value', message: `Invalid value: '${type.slice(0, 64)}'. Supported values are: ${Object.keys(CLIENT_EVENTS).join(', ')}.`, param: 'type' }, eventId);
+        const kind = type as ClientEventType;
+        const mayBeLarge = kind === 'input_audio_buffer.append' || (kind === 'conversation.item.create' && carriesImage(m.item));
+        if (!mayBeLarge && Buffer.byteLength(text) > MAX_MESSAGE_BYTES) {
+          return fail({ code: 'message_too_large', message: `Only input_audio_buffer.append and conversation.item.create (with an image) may be larger than ${MAX_MESSAGE_BYTES} bytes.` }, eventId);
+        }
+        const validate = validators[kind];
+        if (!validate(m)) return fail(paramProblem(validate.errors, ''), eventId);
+        const failed = (err: unknown) => {
+          control.logFailure(err as Error);
+          fail({ type: 'server_error', code: 'server_error', message: 'The event could not be handled.' }, eventId);
+        };
+        try {
+          const outcome = (handlers[kind] as (e: unknown) => ReturnType<(typeof handlers)[ClientEventType]>)(m);
+          if (outcome instanceof Promise) {
+            return outcome.then((problem) => {
+              if (problem) fail(problem, eventId);
+            }, failed);
+          }
+          if (outcome) fail(outcome, eventId);
+        } catch (err) {
+          failed(err);
+        }
+    }
   };
 }

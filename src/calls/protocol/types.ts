@@ -1,6 +1,7 @@
 // The seam between a call and the wire format its client speaks on the data channel. A protocol
 // reads the client's messages into commands on the call (CallControl) and writes the call's events
 // (CallEvent) as the messages its clients read. The call knows nothing of either format.
+import type { StillImage } from '../../media/stillImage.js';
 import type { Refusal, ResponseRequest } from '../../agent/types.js';
 import type { Conversation, Item, PlaceResult } from '../../session/conversation.js';
 import type { CallEvent } from '../../session/events.js';
@@ -13,6 +14,11 @@ export interface CallControl {
   session(): Session;
   /** Applies a new session (the agent follows; the record is updated). */
   updateSession(next: Session): void;
+  /**
+   * A client's image as the picture an item carries (decoded, scaled, JPEG); rejects with a message
+   * for the client when it is not an image, the node is too busy, or the call's model takes none.
+   */
+  decodeImage(bytes: Buffer): Promise<StillImage>;
   /** Adds a client item (typed text, a function call's output…); emits item.added and item.done. */
   addItem(item: Item, after?: string | null): PlaceResult;
   deleteItem(id: string): boolean;

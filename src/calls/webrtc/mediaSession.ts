@@ -29,7 +29,7 @@ export class MediaSession {
   private readonly rtp: RtpSession;
   private readonly video: VideoReceiver | undefined;
 
-  constructor(peer: ServerPeer, plan: OfferPlan, opusComplexity: OpusEncoderOptions['complexity'], sink: MediaSink) {
+  constructor(private readonly peer: ServerPeer, plan: OfferPlan, opusComplexity: OpusEncoderOptions['complexity'], sink: MediaSink) {
     this.rtp = new RtpSession({
       payloadType: plan.opusPayloadType,
       opus: { complexity: opusComplexity },
@@ -50,6 +50,11 @@ export class MediaSession {
       }),
     );
     peer.onVideoPacket(this.rtp.guarded((p) => this.video?.handle(p)));
+  }
+
+  /** Asks the caller's browser for a key frame of its camera (false: no camera, or not sent). */
+  requestKeyframe(): boolean {
+    return this.video ? this.peer.requestKeyframe() : false;
   }
 
   /** Where the agent's speech goes. */

@@ -62,6 +62,10 @@ export class WebRtcTransport implements MediaTrackTransport {
     this.peer.onDataChannel((channel) => this.onChannel(channel));
   }
 
+  requestKeyframe(): boolean {
+    return !this.closed && this.media.requestKeyframe();
+  }
+
   setInputRate(rate: number): void {
     this.toInputRate = frameConverter(SAMPLE_RATE, rate);
   }

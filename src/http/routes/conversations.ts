@@ -23,7 +23,14 @@ export const ConversationResponse = Type.Object(
   ended_at: Type.Union([Type.String(), Type.Null()]),
   end_user: Type.Union([Type.String(), Type.Null()]),
   params: Type.Record(Type.String(), Type.Unknown()),
-  items: Type.Array(Type.Object({ role: Type.String(), text: Type.String(), created_at: Type.String() })),
+  items: Type.Array(
+    Type.Object({
+      role: Type.String(),
+      text: Type.String(),
+      created_at: Type.String(),
+      image: Type.Optional(Type.String({ description: "The picture the turn showed the model (the caller's camera), as a small JPEG thumbnail data URL" })),
+    }),
+  ),
   usage: Type.Union([CallUsageSchema, Type.Null()], { description: 'What the call used, recorded at its end; null before it ended' }),
   quality: Type.Union([CallQualitySchema, Type.Null()], { description: 'How its wire behaved, recorded at its end; null before it ended or when it never connected' }),
   recording: Type.Union([Type.Literal('recording'), Type.Literal('complete'), Type.Literal('truncated'), Type.Literal('failed'), Type.Null()], {
@@ -56,7 +63,7 @@ export const conversationRoutes = (services: Services): FastifyPluginAsync => as
         object: 'realtime.conversation' as const,
         ...recordLifecycle(record),
         params: record.params,
-        items: items.map((i) => ({ role: i.role, text: i.text, created_at: i.createdAt })),
+        items: items.map((i) => ({ role: i.role, text: i.text, created_at: i.createdAt, ...(i.image ? { image: i.image } : {}) })),
         usage: record.usage,
         quality: record.quality,
         recording: record.recording,

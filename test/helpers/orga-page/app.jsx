@@ -2,18 +2,21 @@
 // sessionConfigEndpoint, OrgaAIProvider, useOrgaAI, OrgaAudio, buttons for the session, mic and camera).
 // What the tests read is put on window.orga: every SDK callback as it fires, the hook's state after
 // each render, and how loud the agent's audio (aiAudioStream) is, measured with an AnalyserNode.
-// Bundled by esbuild at test time (test/helpers/orgaSdk.ts); ?voice=NAME sets OrgaAI.init's voice.
+// Bundled by esbuild at test time (test/helpers/orgaSdk.ts); ?voice=NAME sets OrgaAI.init's voice,
+// ?video=QUALITY its videoQuality (low takes a 320×240 camera at 15 fps).
 import { useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { OrgaAI, OrgaAIProvider, OrgaAudio, useOrgaAI } from '@orga-ai/react';
 
 const voice = new URLSearchParams(location.search).get('voice');
+const videoQuality = new URLSearchParams(location.search).get('video');
 
 OrgaAI.init({
   logLevel: 'warn',
   sessionConfigEndpoint: '/api/orga-session',
   enableTranscriptions: true,
   ...(voice ? { voice } : {}),
+  ...(videoQuality ? { videoQuality } : {}),
 });
 
 const probe = (window.orga = { startedAt: null, events: [], state: {}, audio: { peak: 0, audibleMs: 0 } });

@@ -9,6 +9,7 @@ const noop = () => {};
 class LibDataChannelPeer implements ServerPeer {
   private readonly pc: ndc.PeerConnection;
   private audioTrack: ndc.Track | undefined;
+  private videoTrack: ndc.Track | undefined;
   private readonly tracks: ndc.Track[] = [];
   private readonly channels: ndc.DataChannel[] = [];
   private audioCb: (p: Buffer) => void = noop;
@@ -44,6 +45,10 @@ class LibDataChannelPeer implements ServerPeer {
         else video.addH264Codec(c.payloadType);
       }
       const videoTrack = this.pc.addTrack(video);
+      // The RTCP receiving session sends the PLI requestKeyframe() asks for (it learns the camera's
+      // SSRC from its RTP); RTP passes through it unchanged.
+      videoTrack.setMediaHandler(new ndc.RtcpReceivingSession());
+      this.videoTrack = videoTrack;
       this.tracks.push(videoTrack);
       videoTrack.onMessage((msg) => this.videoCb(msg));
     }
@@ -97,6 +102,15 @@ class LibDataChannelPeer implements ServerPeer {
     this.videoCb = cb;
   }
 
+  requestKeyframe(): boolean {
+    if (this.closed || !this.videoTrack?.isOpen()) return false;
+    try {
+      return this.videoTrack.requestKeyframe();
+    } catch {
+      return false;
+    }
+  }
+
   sendAudioPacket(packet: Buffer): boolean {
     if (this.closed || !this.audioTrack?.isOpen()) return false;
     try {
@@ -131,6 +145,7 @@ class LibDataChannelPeer implements ServerPeer {
     this.channels.length = 0;
     this.tracks.length = 0;
     this.audioTrack = undefined;
+    this.videoTrack = undefined;
     this.audioCb = noop;
     this.videoCb = noop;
   }

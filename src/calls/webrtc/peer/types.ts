@@ -35,6 +35,8 @@ export interface ServerPeer {
   onAudioPacket(cb: (packet: Buffer) => void): void;
   /** Raw RTP and RTCP packets arriving on the video m-line. */
   onVideoPacket(cb: (packet: Buffer) => void): void;
+  /** Asks the client for a key frame of its camera (RTCP PLI on the video m-line); false when it could not be sent. */
+  requestKeyframe(): boolean;
   /** Sends one RTP or RTCP packet on the audio m-line. */
   sendAudioPacket(packet: Buffer): boolean;
   close(): void;

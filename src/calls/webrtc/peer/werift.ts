@@ -25,6 +25,9 @@ const noop = () => {};
 class WeriftPeer implements ServerPeer {
   private pc: RTCPeerConnection | undefined;
   private audio: RTCRtpTransceiver | undefined;
+  private video: RTCRtpTransceiver | undefined;
+  /** The camera's SSRC, learnt from its RTP (the PLI names it). */
+  private videoSsrc: number | undefined;
   private stateCb: (state: PeerState) => void = noop;
   private channelCb: (channel: MessageChannel) => void = noop;
   private audioCb: (p: Buffer) => void = noop;
@@ -76,7 +79,11 @@ class WeriftPeer implements ServerPeer {
     forwardRtp(audio, subs, (p) => this.audioCb(p));
     if (plan.video) {
       const video = pc.addTransceiver('video', { direction: req.receiveVideo && plan.video.codecs.length ? 'recvonly' : 'inactive' });
-      forwardRtp(video, subs, (p) => this.videoCb(p));
+      this.video = video;
+      forwardRtp(video, subs, (p) => {
+        if (!isRtcp(p) && p.length >= 12) this.videoSsrc = p.readUInt32BE(8);
+        this.videoCb(p);
+      });
     }
 
     await pc.setRemoteDescription({ type: 'offer', sdp: req.offerSdp });
@@ -136,6 +143,12 @@ class WeriftPeer implements ServerPeer {
 
   onVideoPacket(cb: (packet: Buffer) => void): void {
     this.videoCb = cb;
+  }
+
+  requestKeyframe(): boolean {
+    if (this.closed || !this.video || this.videoSsrc === undefined) return false;
+    this.video.receiver.sendRtcpPLI(this.videoSsrc).catch(() => {});
+    return true;
   }
 
   sendAudioPacket(packet: Buffer): boolean {

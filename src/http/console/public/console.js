@@ -60,7 +60,8 @@ function qualityLine(q) {
 
 function usageLine(u) {
   if (!u) return '–';
-  return `caller ${u.caller_audio_s} s · agent ${u.agent_audio_s} s · tokens ${u.input_tokens}/${u.output_tokens}`;
+  const video = u.video_frames_received ? ` · camera ${u.video_frames_received} frames, ${u.video_frames_to_model ?? 0} to the model` : '';
+  return `caller ${u.caller_audio_s} s · agent ${u.agent_audio_s} s · tokens ${u.input_tokens}/${u.output_tokens}${video}`;
 }
 
 // Live calls: polled every second. A call that leaves the list has ended; its record says how.
@@ -170,7 +171,11 @@ async function openConversation(id) {
   if (c.recording) player.src = `/console/api/conversations/${encodeURIComponent(c.id)}/recording`;
   else player.removeAttribute('src');
   $('transcript').replaceChildren(
-    ...(c.items.length ? c.items.map((t) => el('li', { class: t.role }, el('span', { class: 'role' }, t.role), ' ', t.text)) : [el('li', { class: 'empty' }, 'No turns recorded.')]),
+    ...(c.items.length
+      ? c.items.map((t) =>
+          el('li', { class: t.role }, el('span', { class: 'role' }, t.role), ' ', t.text, ...(t.image?.startsWith('data:image/jpeg;base64,') ? [' ', el('img', { class: 'turn-image', src: t.image, alt: 'the picture this turn showed the model' })] : [])),
+        )
+      : [el('li', { class: 'empty' }, 'No turns recorded.')]),
   );
   $('conversation').hidden = false;
 }
