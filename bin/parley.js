@@ -20,5 +20,7 @@ if (existsSync(built)) {
     process.exit(1);
   }
   register();
+  // Processes the service forks (the speech engines' helper) inherit execArgv, not this registration.
+  process.execArgv.push('--import', import.meta.resolve('tsx'));
   await import('../src/cli/main.ts');
 }

@@ -182,8 +182,8 @@ describe('where webhooks may go, and what a receiver may answer', () => {
     const second = await session();
     const [refused] = await until('the second refused', () => deliveriesOf(second, url), (ds) => ds[0]?.attempts >= 2);
     assert.equal(refused.status, 'pending', 'retried per the backoff: the DNS may change back');
-    assert.equal(refused.lastStatusCode, null);
-    assert.equal(refused.lastError, 'refused, not sent: hooks.parley.test: 127.0.0.1 is a loopback address, refused unless WEBHOOK_ALLOWED_CIDRS allows it');
+    assert.equal(refused.last_status_code, null);
+    assert.equal(refused.last_error, 'refused, not sent: hooks.parley.test: 127.0.0.1 is a loopback address, refused unless WEBHOOK_ALLOWED_CIDRS allows it');
     assert.deepEqual(trap.paths, [], 'nothing reached the loopback service');
     assert.deepEqual(outside.paths, ['/hook']);
     assert.ok(dns.asked.filter((n) => n === 'hooks.parley.test').length >= 4, 'each check asked the DNS server');
@@ -205,9 +205,9 @@ describe('where webhooks may go, and what a receiver may answer', () => {
     }
     const callId = await session();
     await until('delivered over HTTPS', () => deliveriesOf(callId, url), (ds) => ds[0]?.status === 'delivered');
-    const [mismatch] = await until('the other name attempted', () => deliveriesOf(callId, wrongName), (ds) => ds[0]?.attempts >= 1 && ds[0]?.lastError);
+    const [mismatch] = await until('the other name attempted', () => deliveriesOf(callId, wrongName), (ds) => ds[0]?.attempts >= 1 && ds[0]?.last_error);
     assert.equal(mismatch.status, 'pending');
-    assert.equal(mismatch.lastError, 'ERR_TLS_CERT_ALTNAME_INVALID', 'the certificate is for secure.parley.test, not other.parley.test');
+    assert.equal(mismatch.last_error, 'ERR_TLS_CERT_ALTNAME_INVALID', 'the certificate is for secure.parley.test, not other.parley.test');
     assert.deepEqual(secure.paths, ['/hook']);
   });
 
@@ -229,7 +229,7 @@ describe('where webhooks may go, and what a receiver may answer', () => {
     const [delivery] = await until('the flooded delivery recorded', () => deliveriesOf(callId, globalUrl), (ds) => ds[0]?.status === 'delivered', 30_000);
     sampling = false;
     await sampler;
-    assert.equal(delivery.lastStatusCode, 200);
+    assert.equal(delivery.last_status_code, 200);
     const grownMiB = (peak - baseline) / MiB;
     assert.ok(grownMiB < 100, `RSS grew ${grownMiB.toFixed(0)} MiB (from ${(baseline / MiB).toFixed(0)} MiB) while the receiver sent ${(sent.bytes / MiB).toFixed(0)} MiB`);
     assert.ok(sent.bytes < FLOOD_BYTES, `the rest of the body was not read (${(sent.bytes / MiB).toFixed(0)} MiB left the receiver)`);

@@ -317,9 +317,9 @@ describe('webhooks of a WebRTC call, through an outage and a SIGKILL', () => {
     const pending = await until(
       'failed attempts of both events',
       async () => JSON.parse((await server.cli('webhooks', 'deliveries', '--json')).stdout).filter((d: any) => JSON.parse(d.payload).data.call_id === callId),
-      (ds: any[]) => ds.length === 2 && ds.every((d) => d.status === 'pending' && d.attempts >= 1 && d.lastStatusCode === null),
+      (ds: any[]) => ds.length === 2 && ds.every((d) => d.status === 'pending' && d.attempts >= 1 && d.last_status_code === null),
     );
-    assert.deepEqual(pending.map((d: any) => d.eventType).sort(), ['call.ended', 'call.started']);
+    assert.deepEqual(pending.map((d: any) => d.event_type).sort(), ['call.ended', 'call.started']);
     assert.equal(await server.stop('SIGKILL', { keepData: true }), null);
     server = await start();
     await receiver.start(port);
@@ -331,8 +331,8 @@ describe('webhooks of a WebRTC call, through an outage and a SIGKILL', () => {
     );
     const ids = receiver.received.filter((r) => r.event.data.call_id === callId).map((r) => String(r.headers['webhook-id']));
     assert.equal(ids.length, 2, `each event once: ${ids.join(', ')}`);
-    assert.deepEqual(new Set(ids), new Set(delivered.map((d: any) => d.eventId)));
-    assert.deepEqual(new Set(events.map((r) => r.event.id)), new Set(pending.map((d: any) => d.eventId)), 'the same event ids as before the kill');
+    assert.deepEqual(new Set(ids), new Set(delivered.map((d: any) => d.event_id)));
+    assert.deepEqual(new Set(events.map((r) => r.event.id)), new Set(pending.map((d: any) => d.event_id)), 'the same event ids as before the kill');
   });
 });
 

@@ -8,14 +8,6 @@ import type { EngineAnswer, EngineRequest } from './engineProcess.js';
 
 /** The helper's module, as this one is run (TypeScript through tsx, or compiled). */
 const ENTRY = new URL(`./engineProcess${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
-/**
- * The helper's Node options: this process's, plus tsx when running the sources with tsx registered
- * in-process (bin/parley.js in a checkout never built), which a forked process does not inherit.
- */
-const EXEC_ARGV =
-  import.meta.url.endsWith('.ts') && !process.execArgv.some((arg) => arg.includes('tsx'))
-    ? [...process.execArgv, '--import', import.meta.resolve('tsx')]
-    : process.execArgv;
 
 export class EngineHost {
   private readonly pool: Semaphore;
@@ -69,7 +61,7 @@ export class EngineHost {
 
   private started(): ChildProcess {
     if (this.child?.connected) return this.child;
-    const child = fork(ENTRY, [], { execArgv: EXEC_ARGV, serialization: 'advanced', stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    const child = fork(ENTRY, [], { serialization: 'advanced', stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     child.on('message', (answer: EngineAnswer) => {
       const waiter = this.pending.get(answer.id);
       if (!waiter) return;
