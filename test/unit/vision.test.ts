@@ -8,7 +8,7 @@ import { toChatMessages } from '../../src/agent/llm/messages.ts';
 import { offlineReply } from '../../src/agent/llm/offline.ts';
 import { requestBody } from '../../src/agent/llm/openaiCompatible.ts';
 import type { ChatMessage } from '../../src/agent/llm/types.ts';
-import { Camera } from '../../src/agent/vision/camera.ts';
+import { Camera, DECODE_WAIT_MS } from '../../src/agent/vision/camera.ts';
 import type { Item } from '../../src/session/conversation.ts';
 import { readColours } from '../../src/agent/vision/colours.ts';
 import { openAiProtocol } from '../../src/calls/protocol/openai.ts';
@@ -188,6 +188,25 @@ describe('the camera', () => {
     const noCamera = camera(true);
     assert.equal(await noCamera.cam.capture(), undefined, 'no camera: no picture, no request');
     assert.equal(noCamera.requests(), 0);
+  });
+
+  test('a decode slower than DECODE_WAIT_MS: the turn goes on without the picture, told as picture_late', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const failures: string[] = [];
+    const cam = new Camera({
+      decoder: { decode: () => new Promise(() => {}) } as unknown as StillDecoder,
+      requestKeyframe: () => false,
+      keyframeWaitMs: 50,
+      failed: (code) => failures.push(code),
+    });
+    cam.onFrame(key(3));
+    const picture = cam.capture();
+    // The decode starts once the capture has its key frame (a microtask later).
+    await Promise.resolve();
+    await Promise.resolve();
+    t.mock.timers.tick(DECODE_WAIT_MS);
+    assert.equal(await picture, undefined);
+    assert.deepEqual(failures, ['picture_late']);
   });
 });
 

@@ -28,6 +28,12 @@ export interface CameraFigures {
 }
 
 const ACTIVE_WITHIN_MS = 2000;
+/**
+ * The longest a turn's reply waits for its picture's decode: past it the reply goes on without the
+ * picture (a recoverable stage failure) and the decode's result is dropped, so that a node short of
+ * CPU delays no reply by more than this.
+ */
+export const DECODE_WAIT_MS = 1500;
 
 export class Camera {
   private lastKeyframe: VideoFrameInfo | undefined;
@@ -101,14 +107,23 @@ export class Camera {
       this.deps.failed('no_keyframe', 'The camera sent no key frame when asked; the turn goes on without a picture.');
       return undefined;
     }
+    let late: NodeJS.Timeout | undefined;
     try {
-      const image = await this.deps.decoder.decode(frame.codec === 'VP8' ? { kind: 'vp8', frame: frame.payload } : { kind: 'h264', frame: frame.payload });
+      const decoding = this.deps.decoder.decode(frame.codec === 'VP8' ? { kind: 'vp8', frame: frame.payload } : { kind: 'h264', frame: frame.payload });
+      const image = await Promise.race([decoding, new Promise<'late'>((resolve) => (late = setTimeout(resolve, DECODE_WAIT_MS, 'late')))]);
+      clearTimeout(late);
+      if (image === 'late') {
+        decoding.catch(() => {});
+        this.deps.failed('picture_late', `The camera's picture was not decoded within ${DECODE_WAIT_MS} ms; the turn goes on without it.`);
+        return undefined;
+      }
       const ms = performance.now() - started;
       this.decodeMs.push(ms);
       if (this.decodeMs.length > 64) this.decodeMs.shift();
       this.deps.decoded?.(ms);
       return image;
     } catch (err) {
+      clearTimeout(late);
       this.deps.failed('frame_decode_failed', `The camera's picture could not be decoded: ${(err as Error).message}`, err as Error);
       return undefined;
     }
