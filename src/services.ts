@@ -82,6 +82,8 @@ export interface Services extends Store, WebhookStores {
    * the port its HTTP server got (neither receives webhooks).
    */
   announce(url: string, httpPort: number): Promise<void>;
+  /** Records where this node's SIP door listens for callers (host:port), so that other nodes can redirect INVITEs here. */
+  announceSip(address: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -238,6 +240,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   watcher.start();
   teardown.add('revocation watcher', () => watcher.stop());
   let nodeUrl: string | null = null;
+  let sipAddress: string | null = null;
   const liveness = new NodeLiveness(
     nodeStore,
     store.conversations,
@@ -246,7 +249,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
       nodeId,
       heartbeatMs: config.NODE_HEARTBEAT_MS,
       lostAfterMs: config.NODE_LOST_AFTER_MS,
-      facts: () => ({ url: nodeUrl, calls: calls.activeCount, max_calls: config.MAX_CONCURRENT_CALLS, load: nodeLoad.value, accepting: nodeLoad.overloaded === undefined ? 1 : 0, media_address: config.ICE_PUBLIC_IP ?? config.ICE_BIND_ADDRESS ?? null }),
+      facts: () => ({ url: nodeUrl, calls: calls.activeCount, max_calls: config.MAX_CONCURRENT_CALLS, load: nodeLoad.value, accepting: nodeLoad.overloaded === undefined ? 1 : 0, sip_address: sipAddress, media_address: config.ICE_PUBLIC_IP ?? config.ICE_BIND_ADDRESS ?? null }),
       // A call lost with its node never told its end: the node that records it failed does.
       lost: async (lostCalls) => {
         for (const call of lostCalls) await webhookPublisher.publish(call.apiKeyId, 'call.failed', lostCallData(call));
@@ -279,6 +282,10 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     async announce(url, httpPort) {
       nodeUrl = url;
       httpListener = { host: config.HOST, port: httpPort };
+      await liveness.heartbeatNow();
+    },
+    async announceSip(address) {
+      sipAddress = address;
       await liveness.heartbeatNow();
     },
     agents: agents.registry,

@@ -2,13 +2,16 @@
 // load threshold, B has none (LOAD_THRESHOLD=0). A CPU burner on every core loads the machine: A's
 // load figure rises past its threshold, its Opus encoders step their complexity down, /readyz says
 // it takes no new calls, and the next WebRTC offer sent to A is answered by B (A passes it on, as a
-// full node does), and a WebSocket session opened on A is relayed to B (the client keeps its one
-// connection). With the burners gone A takes calls again and the complexity climbs
+// full node does), a WebSocket session opened on A is relayed to B (the client keeps its one
+// connection), and a SIP INVITE to A is redirected (302) to B's SIP door. With the burners gone A takes calls again and the complexity climbs
 // back. Runs alone (it loads the machine on purpose), so not in scripts/test.mjs's PARALLEL_FILES.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createSocket } from 'node:dgram';
 import { availableParallelism } from 'node:os';
 import { after, before, describe, test } from 'node:test';
+import { freePort } from './helpers/baresip.ts';
 import { scratchDatabase } from './helpers/postgres.ts';
 import { startTestRedis, type TestRedis } from './helpers/redis.ts';
 import { openCall, type RtcClient } from './helpers/rtcClient.ts';
@@ -23,6 +26,8 @@ describe('placement by load', () => {
   let redis: TestRedis;
   let nodeA: RunningServer;
   let nodeB: RunningServer;
+  let sipA: number;
+  let sipB: number;
   let burners: ChildProcess[] = [];
   const clients: RtcClient[] = [];
 
@@ -37,8 +42,9 @@ describe('placement by load', () => {
     database = await scratchDatabase('parley_placement');
     redis = await startTestRedis();
     const shared = clusterEnv({ databaseUrl: database.url, redisUrl: redis.url });
-    nodeA = await startServer({ ...shared, NODE_ID: 'node-a', LOAD_THRESHOLD: String(THRESHOLD), OPUS_COMPLEXITY: '5', OPUS_MIN_COMPLEXITY: '2' });
-    nodeB = await startServer({ ...shared, NODE_ID: 'node-b', CREATE_DEV_KEY: 'false', LOAD_THRESHOLD: '0' });
+    [sipA, sipB] = [await freePort(), await freePort()];
+    nodeA = await startServer({ ...shared, NODE_ID: 'node-a', SIP_PORT: String(sipA), LOAD_THRESHOLD: String(THRESHOLD), OPUS_COMPLEXITY: '5', OPUS_MIN_COMPLEXITY: '2' });
+    nodeB = await startServer({ ...shared, NODE_ID: 'node-b', SIP_PORT: String(sipB), CREATE_DEV_KEY: 'false', LOAD_THRESHOLD: '0' });
   });
   after(async () => {
     await stopBurners();
@@ -87,6 +93,49 @@ describe('placement by load', () => {
       assert.equal(await metric(nodeA.baseUrl, 'parley_active_calls'), 0);
       assert.equal(await metric(nodeB.baseUrl, 'parley_active_calls'), 2);
       assert.match(await (await fetch(`${nodeA.baseUrl}/metrics`)).text(), /parley_calls_forwarded_total\{status="101",reason="loaded"\} 1/);
+    } finally {
+      socket.close();
+    }
+  });
+
+  test("a SIP INVITE to A is redirected (302) to B's SIP door, the number kept; B answers it there", async () => {
+    const socket = createSocket('udp4');
+    const heard: string[] = [];
+    socket.on('message', (m) => heard.push(m.toString('latin1')));
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+    const sdp = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 0\r\n';
+    const callId = randomBytes(8).toString('hex');
+    const fromTag = randomBytes(4).toString('hex');
+    const send = (port: number) =>
+      socket.send(
+        [
+          `INVITE sip:support@127.0.0.1:${port} SIP/2.0`,
+          `Via: SIP/2.0/UDP 127.0.0.1:${socket.address().port};branch=z9hG4bK${randomBytes(6).toString('hex')};rport`,
+          'Max-Forwards: 70',
+          `From: <sip:trunk@127.0.0.1>;tag=${fromTag}`,
+          'To: <sip:support@127.0.0.1>',
+          `Call-ID: ${callId}`,
+          `CSeq: ${port === sipA ? 1 : 2} INVITE`,
+          `Contact: <sip:trunk@127.0.0.1:${socket.address().port}>`,
+          'Content-Type: application/sdp',
+          `Content-Length: ${sdp.length}`,
+          '',
+          sdp,
+        ].join('\r\n'),
+        port,
+        '127.0.0.1',
+      );
+    try {
+      send(sipA);
+      const redirect = await until('a final answer from A', () => heard.find((t) => /^SIP\/2\.0 [2-6]\d\d /.test(t)), (t) => t !== undefined, 15_000);
+      assert.match(redirect!, /^SIP\/2\.0 302 /);
+      assert.match(redirect!, new RegExp(`\r\nContact: <sip:support@127\\.0\\.0\\.1:${sipB}>\r\n`));
+      // As a trunk or proxy follows the redirect: the same INVITE, to B.
+      heard.length = 0;
+      send(sipB);
+      const answered = await until("B's final answer", () => heard.find((t) => /^SIP\/2\.0 [2-6]\d\d /.test(t)), (t) => t !== undefined, 30_000);
+      assert.match(answered!, /^SIP\/2\.0 200 /);
+      assert.match(await (await fetch(`${nodeA.baseUrl}/metrics`)).text(), /parley_calls_forwarded_total\{status="302",reason="loaded"\} 1/);
     } finally {
       socket.close();
     }

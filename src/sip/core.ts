@@ -57,6 +57,11 @@ export interface SipServerOptions {
   inviteLimit?: (address: string) => Promise<{ allowed: boolean; retryAfterSeconds: number }>;
   /** Told of each refusal by a limit of the SIP door's own (for parley_rate_limited_total). */
   refused: (limit: SipLimit) => void;
+  /**
+   * Another node's SIP address (host:port, UDP) with room for a call this node cannot take (full,
+   * or above its load threshold): the INVITE is answered `302` to it. Unset, or undefined: `503`.
+   */
+  elsewhere?: () => Promise<string | undefined>;
   log: FastifyBaseLogger;
 }
 

@@ -60,7 +60,16 @@ export class InviteHandler {
     } catch (err) {
       await transport.close();
       // The node (or SIP's half-open budget) full, or draining: 503, for a trunk to try elsewhere; the owning key at its own limit: busy.
-      if (err instanceof CallCapacityExceeded) return respond(req, peer, 503, 'Service Unavailable', tx, [['Retry-After', String(RETRY_AFTER_SECONDS)]]);
+      if (err instanceof CallCapacityExceeded) {
+        // Another node with room: 302 to it (RFC 3261 §21.3.3), the number asked for kept, so that
+        // the caller (a trunk, a proxy, a phone) places the call there; else 503 to try elsewhere.
+        const elsewhere = calls.isDraining ? undefined : await opts.elsewhere?.().catch(() => undefined);
+        if (elsewhere) {
+          const user = userOf(req.uri);
+          return respond(req, peer, 302, 'Moved Temporarily', tx, [['Contact', `<sip:${user ? `${user}@` : ''}${elsewhere}>`]]);
+        }
+        return respond(req, peer, 503, 'Service Unavailable', tx, [['Retry-After', String(RETRY_AFTER_SECONDS)]]);
+      }
       if (err instanceof CallLimitExceeded) return respond(req, peer, 486, 'Busy Here', tx);
       if (err instanceof TransportRejected) return respond(req, peer, 488, 'Not Acceptable Here', tx);
       throw err;

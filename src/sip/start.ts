@@ -64,6 +64,14 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
     },
     session: () => openAiDefaultSession(services.sessionDefaults),
     routing: services.sipRouting,
+    // A full or loaded node sends the caller to the least-loaded node with room that has a SIP door.
+    elsewhere: async () => {
+      const node = (await services.nodeDirectory.withRoom()).find((n) => n.sip_address);
+      if (!node) return undefined;
+      services.metrics.callsForwarded.inc({ status: '302', reason: services.admission.loaded ? 'loaded' : 'full' });
+      log.info({ node: node.id }, 'SIP call redirected to another node');
+      return node.sip_address!;
+    },
     log,
   });
   const server = await started.catch(async (err: Error) => {
@@ -74,6 +82,8 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
       : bindFailure(err.cause, 'SIP', err.host, err.port, 'SIP_PORT (or SIP_HOST)');
   });
   log.info({ sip: server.ports }, 'SIP front door listening');
+  const announced = config.ICE_PUBLIC_IP || host;
+  await services.announceSip(`${announced.includes(':') ? `[${announced}]` : announced}:${server.ports.udp}`).catch((err: Error) => log.warn({ err: err.message }, 'could not record the SIP address in the registry yet (the next heartbeat will)'));
   if (config.SIP_REGISTRATIONS.length) services.readiness.register('sip_registrations', () => registrationsHealth(server.registrationStates));
   return {
     close: async () => {

@@ -80,6 +80,8 @@ export interface NodesTable {
   load: number;
   /** 1 while it takes new calls (under its LOAD_THRESHOLD), 0 above it. */
   accepting: number;
+  /** Its SIP door's address for callers (host:port, UDP), null without one. */
+  sip_address: string | null;
   /** The address its calls' media candidates carry (ICE_PUBLIC_IP, else ICE_BIND_ADDRESS), when known. */
   media_address: string | null;
 }

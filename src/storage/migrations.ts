@@ -162,11 +162,13 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('console_logouts_expires_at').on('console_logouts').column('expires_at').execute();
     },
   },
-  // Placement by load: each node's load figure and whether it takes calls (observability/nodeLoad.ts).
+  // Placement by load: each node's load figure, whether it takes calls (observability/nodeLoad.ts),
+  // and where its SIP door listens (a full or loaded node redirects INVITEs there).
   '0011_node_load': {
     async up(db: Kysely<any>) {
       await db.schema.alterTable('nodes').addColumn('load', 'real', (c) => c.notNull().defaultTo(0)).execute();
       await db.schema.alterTable('nodes').addColumn('accepting', 'integer', (c) => c.notNull().defaultTo(1)).execute();
+      await db.schema.alterTable('nodes').addColumn('sip_address', 'varchar(255)').execute();
     },
   },
   // SIP phones registered with the registrar (storage/sipBindings.ts), seen by every node.

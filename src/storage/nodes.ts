@@ -30,6 +30,7 @@ export class NodeStore {
       max_calls: 0,
       load: 0,
       accepting: 1,
+      sip_address: null,
       media_address: null,
       ...facts,
     };
