@@ -19,7 +19,8 @@ import { clusterEnv, http, metric, mintToken, startServer, type RunningServer } 
 import { until } from './helpers/wait.ts';
 import WebSocket from 'ws';
 
-const THRESHOLD = 0.5;
+/** High, so that a shared machine's other work does not keep A above it once the burners stop. */
+const THRESHOLD = 0.9;
 
 describe('placement by load', () => {
   let database: Awaited<ReturnType<typeof scratchDatabase>>;
@@ -61,7 +62,7 @@ describe('placement by load', () => {
     const ready = await until('/readyz to say A takes no new calls', () => http(nodeA.baseUrl, '/readyz'), (r) => /taking no new calls/.test(r.body?.checks?.load?.detail ?? ''), 15_000);
     assert.equal(ready.status, 200, 'a loaded node still serves its calls');
     assert.equal(ready.body.checks.load.state, 'degraded');
-    assert.match(ready.body.checks.load.detail, /^load \d\.\d\d, threshold 0\.5: taking no new calls$/);
+    assert.match(ready.body.checks.load.detail, /^load \d\.\d\d, threshold 0\.9: taking no new calls$/);
     await until("A's encoders stepped down", () => metric(nodeA.baseUrl, 'parley_opus_complexity'), (c) => c < 5, 15_000);
     assert.equal(await metric(nodeA.baseUrl, 'parley_node_load_threshold'), THRESHOLD);
   });
@@ -71,9 +72,8 @@ describe('placement by load', () => {
     clients.push(client);
     assert.equal(client.answeredBy, 'node-b');
     await client.waitConnected();
-    const record = await http(nodeA.baseUrl, `/v1/realtime/conversations/${client.conversationId}`, { token: nodeA.devKey });
+    const record = await until('the call active in its record', () => http(nodeA.baseUrl, `/v1/realtime/conversations/${client.conversationId}`, { token: nodeA.devKey }), (r) => r.body?.state === 'active');
     assert.equal(record.status, 200, JSON.stringify(record.body));
-    assert.equal(record.body.state, 'active');
     assert.match(await (await fetch(`${nodeA.baseUrl}/metrics`)).text(), /parley_calls_forwarded_total\{status="200",reason="loaded"\} 1/);
   });
 
