@@ -41,6 +41,8 @@ export interface ReplyOptions {
   voiceEndedAt?: number;
   /** Audio of the reply is being written: the agent tracks playback. */
   onAudio(): void;
+  /** What the reply waits for before it reads the conversation (transcriptions under way). */
+  after?: Promise<unknown>;
   /** Prepare only: nothing is emitted, added or played until release(). */
   held?: boolean;
   /** Reports stage timings once the first audio is out. */
@@ -72,10 +74,15 @@ export class Reply {
   /** While held: what the reply did, to be done for real on release. */
   private heldEffects: (() => void)[] | undefined;
   private settle: (info: ResponseInfo) => void = () => {};
+  /** Resolves when a held reply is released or discarded (at once for one never held). */
+  private readonly released: Promise<void>;
+  private release_: () => void = () => {};
 
   constructor(private readonly opts: ReplyOptions) {
     this.done = new Promise((resolve) => (this.settle = resolve));
+    this.released = new Promise((resolve) => (this.release_ = resolve));
     if (opts.held) this.heldEffects = [];
+    else this.release_();
   }
 
   /** Whether it is still being prepared unseen. */
@@ -91,6 +98,7 @@ export class Reply {
     this.opts.voiceEndedAt = voiceEndedAt;
     this.heldEffects = undefined;
     for (const effect of effects) effect();
+    this.release_();
   }
 
   /** A held reply that is not wanted: it stops, and nothing of it was ever seen. */
@@ -98,6 +106,7 @@ export class Reply {
     if (!this.heldEffects) return;
     this.heldEffects = undefined;
     this.abort.abort();
+    this.release_();
     this.status = 'cancelled';
     this.settle(this.info());
   }
@@ -171,6 +180,8 @@ export class Reply {
   private async run(): Promise<void> {
     const { ctx, settings } = this.opts;
     const signal = this.abort.signal;
+    if (this.opts.after) await this.opts.after;
+    if (signal.aborted) return;
     const startedAt = performance.now();
     let firstTokenAt: number | undefined;
     const calls = new Map<number, FunctionCallItem>();
@@ -216,6 +227,11 @@ export class Reply {
     if (signal.aborted) return;
     for (const call of calls.values()) this.finishToolCall(call);
     await speech;
+    // Paced out (a WebSocket): the reply is in progress until its last audio is sent.
+    if (speaker && ctx.audio.sent) {
+      await this.released;
+      await ctx.audio.sent();
+    }
     if (signal.aborted) return;
     this.usage ??= { inputTokens: messages.reduce((n, m) => n + estimateTokens(m.content), 0), outputTokens: estimateTokens(this.text) };
     this.closeOutput('completed');

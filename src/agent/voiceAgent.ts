@@ -38,6 +38,8 @@ interface Turn {
   paused: boolean;
   /** The reply prepared during the pause, and the transcript it answers. */
   prepared?: { reply: Reply; transcript: string };
+  /** The transcript sent so far as deltas (whole words; the completed transcript extends it). */
+  said: string;
 }
 
 const joinParts = (texts: string[]) => texts.map((t) => t.trim()).filter(Boolean).join(' ');
@@ -63,6 +65,12 @@ export class VoiceAgent implements Agent {
   /** The call's context, its audio out watched by the echo guard. */
   private readonly ctx: AgentContext;
   private readonly ears = new Ears(INPUT_RATE);
+  /**
+   * Transcriptions under way (committed turns, audio items): a reply started now answers the
+   * conversation once they are done, as OpenAI answers the committed audio (push-to-talk clients
+   * send commit and response.create together).
+   */
+  private readonly transcribing = new Set<Promise<void>>();
 
   constructor(
     ctx: AgentContext,
@@ -147,8 +155,36 @@ export class VoiceAgent implements Agent {
     const turn = this.manual;
     if (!turn) return { ok: false, code: 'input_audio_buffer_commit_empty', message: 'There is no audio to commit.' };
     this.manual = undefined;
-    void this.finishTurn(turn, this.inputMs, this.inputMs, performance.now());
+    this.track(this.finishTurn(turn, this.inputMs, this.inputMs, performance.now(), true));
     return { ok: true };
+  }
+
+  transcribeItem(itemId: string, pcm: Int16Array): void {
+    const recognition = this.deps.stages.recognizer.start();
+    recognition.write(this.ears.forRecognizer(pcm));
+    const { ctx } = this;
+    const transcribed = recognition.finish().then(
+      (text) => {
+        const transcript = text.trim();
+        const item = ctx.conversation.get(itemId);
+        if (this.closed || item?.type !== 'message') return;
+        const part = item.content.find((c) => c.type === 'input_audio');
+        if (part?.type === 'input_audio') part.transcript = transcript;
+        if (!this.session.transcribeInput) return;
+        if (transcript) ctx.emit({ type: 'transcription.delta', itemId, delta: transcript });
+        ctx.emit({ type: 'transcription.completed', itemId, transcript });
+      },
+      (err: Error) => {
+        if (!this.closed) ctx.emit({ type: 'transcription.failed', itemId, message: err.message });
+      },
+    );
+    this.track(transcribed);
+  }
+
+  /** A transcription under way, until it is done. */
+  private track(transcription: Promise<void>): void {
+    this.transcribing.add(transcription);
+    void transcription.finally(() => this.transcribing.delete(transcription));
   }
 
   clearInput(): void {
@@ -187,7 +223,7 @@ export class VoiceAgent implements Agent {
       speechStopped: (audioEndMs, speechEndMs) => {
         const turn = this.turn;
         this.turn = undefined;
-        if (turn) void this.finishTurn(turn, audioEndMs, speechEndMs, performance.now());
+        if (turn) this.track(this.finishTurn(turn, audioEndMs, speechEndMs, performance.now(), false));
       },
       error: (err) => {
         // The window counts as silence and detection goes on.
@@ -197,13 +233,17 @@ export class VoiceAgent implements Agent {
   }
 
   private startTurn(): Turn {
-    const turn: Turn = { itemId: newItemId(), recognition: this.deps.stages.recognizer.start(), parts: [], paused: false };
-    let said = '';
+    const turn: Turn = { itemId: newItemId(), recognition: this.deps.stages.recognizer.start(), parts: [], paused: false, said: '' };
     turn.recognition.onPartial((text) => {
-      // Deltas only extend what was said; a recogniser that revises itself is reported at the end.
-      if (!this.session.transcribeInput || !text.startsWith(said) || text === said) return;
-      this.ctx.emit({ type: 'transcription.delta', itemId: turn.itemId, delta: text.slice(said.length) });
-      said = text;
+      // Deltas append (their concatenation is the completed transcript, as OpenAI's): only whole
+      // words — a word followed by another — that extend what was sent; a recogniser that revises
+      // itself is caught up at the end.
+      if (!this.session.transcribeInput) return;
+      const words = text.replace(/\s+/g, ' ').trimStart();
+      const whole = words.slice(0, words.lastIndexOf(' ') + 1).trimEnd();
+      if (whole.length <= turn.said.length || !whole.startsWith(turn.said)) return;
+      this.ctx.emit({ type: 'transcription.delta', itemId: turn.itemId, delta: whole.slice(turn.said.length) });
+      turn.said = whole;
     });
     return turn;
   }
@@ -270,13 +310,16 @@ export class VoiceAgent implements Agent {
     return dropped;
   }
 
-  /** The caller's turn ended: it becomes a user item, is transcribed, and answered. */
-  private async finishTurn(turn: Turn, audioEndMs: number, speechEndMs: number, stoppedAt: number): Promise<void> {
+  /**
+   * The caller's turn ended: it becomes a user item, is transcribed, and answered. `committed`: the
+   * client ended it (no turn detection), so there was no speech_started to stop.
+   */
+  private async finishTurn(turn: Turn, audioEndMs: number, speechEndMs: number, stoppedAt: number, committed: boolean): Promise<void> {
     const { ctx } = this;
     // Audio that arrived after the speech ended is the time the end-of-turn rule waited.
     const waitMs = Math.max(0, this.inputMs - speechEndMs);
     const voiceEndedAt = stoppedAt - waitMs;
-    ctx.emit({ type: 'input.speech_stopped', itemId: turn.itemId, audioEndMs: Math.round(audioEndMs) });
+    if (!committed) ctx.emit({ type: 'input.speech_stopped', itemId: turn.itemId, audioEndMs: Math.round(audioEndMs) });
     const item: MessageItem = { id: turn.itemId, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: null }] };
     const placed = ctx.conversation.add(item);
     const previousItemId = placed.ok ? placed.previousItemId : null;
@@ -304,7 +347,14 @@ export class VoiceAgent implements Agent {
     // Noise the recogniser heard as nothing is not a turn.
     if (!transcript) return this.forget(item.id);
     item.content[0] = { type: 'input_audio', transcript };
-    if (this.session.transcribeInput) ctx.emit({ type: 'transcription.completed', itemId: item.id, transcript });
+    if (this.session.transcribeInput) {
+      // What the deltas have not said yet (all of it when the recogniser revised what they said).
+      if (transcript.startsWith(turn.said) && transcript.length > turn.said.length) {
+        const rest = transcript.slice(turn.said.length);
+        ctx.emit({ type: 'transcription.delta', itemId: item.id, delta: rest });
+      }
+      ctx.emit({ type: 'transcription.completed', itemId: item.id, transcript });
+    }
     ctx.emit({ type: 'item.done', item, previousItemId: ctx.conversation.previousOf(item.id) });
     ctx.turnCompleted({ role: 'user', text: transcript });
     // The caller went on speaking: the reply waits for the end of that turn and answers both.
@@ -349,6 +399,8 @@ export class VoiceAgent implements Agent {
         audio: modalities.includes('audio'),
       },
       inConversation: request.conversation !== 'none',
+      // A reply asked for while a turn or an audio item is being transcribed answers its words.
+      ...(!heldFor && this.transcribing.size ? { after: Promise.allSettled([...this.transcribing]) } : {}),
       ...(heldFor ? { held: true, input: [...this.ctx.conversation.items, heldFor] } : request.input ? { input: request.input } : {}),
       ...(request.metadata !== undefined ? { metadata: request.metadata } : {}),
       timings: measured.timings ?? {},

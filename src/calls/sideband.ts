@@ -102,7 +102,7 @@ export class Sidebands {
         for (const tool of next.tools) if (!before.has(tool.name)) this.tools.add(tool.name);
         call.updateSession(next);
       },
-      addItem: (item, after) => call.addItem(item, after),
+      addItem: (item, after, audio) => call.addItem(item, after, audio),
       deleteItem: (id) => call.deleteItem(id),
       truncateItem: (id, ms) => call.truncateItem(id, ms),
       createResponse: (request) => call.createResponse(request),

@@ -222,6 +222,11 @@ export const settings = {
     default: String(8 * 1024 * 1024),
     parse: int(64 * 1024, 1024 * 1024 * 1024),
   },
+  WEBSOCKET_AUDIO_LEAD_MS: {
+    doc: "How far ahead of the client's playback a WebSocket session's reply audio is sent: the audio deltas go out in 100 ms pieces, as a real-time service produces them, at most this much ahead of what the client has played, and the response stays in progress until its last piece is sent (so a response.cancel during the reply cancels it). 0: every piece as soon as it is synthesised (the response may be done before the client hears it).",
+    default: '500',
+    parse: int(0, 60_000),
+  },
   TLS_CERT_FILE: {
     doc: 'PEM certificate chain: with TLS_KEY_FILE, Parley serves HTTPS and WSS on PORT (OpenAI\'s WebSocket clients open only wss:, browsers need a secure origin for the microphone). Unset: plain HTTP (put a TLS-terminating proxy in front).',
     parse: pemFile,

@@ -18,7 +18,12 @@ const Text = Type.String({ maxLength: 32 * 1024 });
 
 const ContentPartSchema = Type.Union([
   Type.Object({ type: Type.Union([Type.Literal('input_text'), Type.Literal('text'), Type.Literal('output_text')]), text: Text }),
-  Type.Object({ type: Type.Union([Type.Literal('input_audio'), Type.Literal('output_audio'), Type.Literal('audio')]), transcript: Type.Optional(Type.Union([Text, Type.Null()])) }),
+  Type.Object({
+    type: Type.Union([Type.Literal('input_audio'), Type.Literal('output_audio'), Type.Literal('audio')]),
+    transcript: Type.Optional(Type.Union([Text, Type.Null()])),
+    // A user's audio (base64, the session's input format), transcribed into the item.
+    audio: Type.Optional(Type.String()),
+  }),
 ]);
 
 const ItemSchema = Type.Union([
@@ -59,6 +64,8 @@ const CLIENT_EVENTS = {
   'output_audio_buffer.clear': Type.Object({}),
 } as const;
 type ClientEventType = keyof typeof CLIENT_EVENTS;
+/** The events that carry audio: over a WebSocket they may be as large as OpenAI takes (15 MiB). */
+const AUDIO_EVENTS = new Set<ClientEventType>(['input_audio_buffer.append', 'conversation.item.create']);
 type ClientEvent<T extends ClientEventType> = Static<(typeof CLIENT_EVENTS)[T]> & { event_id?: string };
 
 const ajv = new Ajv({ strict: false });
@@ -75,6 +82,13 @@ export function wireItem(item: Item): Record<string, unknown> {
     case 'function_call_output':
       return { ...base, call_id: item.callId, output: item.output };
   }
+}
+
+/** The audio of a client's user item (its first audio part that carries some), to transcribe. */
+function audioOf(w: Static<typeof ItemSchema>): string | undefined {
+  if (w.type === 'function_call_output' || w.type === 'function_call' || w.role !== 'user') return undefined;
+  for (const c of w.content) if ('audio' in c && c.audio && !c.transcript) return c.audio;
+  return undefined;
 }
 
 /** A client's item in Parley's terms. */
@@ -142,7 +156,7 @@ export function openAiProtocol(defaults: SessionDefaults) {
       },
       'input_audio_buffer.clear': () => control.clearInput(),
       'conversation.item.create': (e) => {
-        const placed = control.addItem(itemFromWire(e.item), e.previous_item_id);
+        const placed = control.addItem(itemFromWire(e.item), e.previous_item_id, audioOf(e.item));
         if (!placed.ok) return { code: 'invalid_value', message: placed.message, param: 'previous_item_id' };
       },
       'conversation.item.retrieve': (e) => {
@@ -328,8 +342,8 @@ export function openAiProtocol(defaults: SessionDefaults) {
         if (typeof type !== 'string') return fail({ code: 'missing_required_parameter', message: "Missing required parameter: 'type'.", param: 'type' }, eventId);
         if (!(type in CLIENT_EVENTS)) return fail({ code: 'invalid_value', message: `Invalid value: '${type.slice(0, 64)}'. Supported values are: ${Object.keys(CLIENT_EVENTS).join(', ')}.`, param: 'type' }, eventId);
         const kind = type as ClientEventType;
-        if (control.audioInEvents && kind !== 'input_audio_buffer.append' && Buffer.byteLength(text) > MAX_MESSAGE_BYTES) {
-          return fail({ code: 'message_too_large', message: `Only input_audio_buffer.append may be larger than ${MAX_MESSAGE_BYTES} bytes.` }, eventId);
+        if (control.audioInEvents && !AUDIO_EVENTS.has(kind) && Buffer.byteLength(text) > MAX_MESSAGE_BYTES) {
+          return fail({ code: 'message_too_large', message: `Only input_audio_buffer.append and conversation.item.create may be larger than ${MAX_MESSAGE_BYTES} bytes.` }, eventId);
         }
         const validate = validators[kind];
         if (!validate(m)) return fail(paramProblem(validate.errors, ''), eventId);

@@ -13,8 +13,11 @@ export interface CallControl {
   session(): Session;
   /** Applies a new session (the agent follows; the record is updated). */
   updateSession(next: Session): void;
-  /** Adds a client item (typed text, a function call's output…); emits item.added and item.done. */
-  addItem(item: Item, after?: string | null): PlaceResult;
+  /**
+   * Adds a client item (typed text, a function call's output…); emits item.added and item.done.
+   * `audio`: a user item's audio (base64, the session's input format), transcribed into the item.
+   */
+  addItem(item: Item, after?: string | null, audio?: string): PlaceResult;
   deleteItem(id: string): boolean;
   truncateItem(id: string, audioEndMs: number): { ok: true } | { ok: false; message: string };
   createResponse(request?: ResponseRequest): Refusal;

@@ -97,7 +97,7 @@ export const realtimeSocketRoutes = (services: Services): FastifyPluginAsync => 
         const minted = token ? await services.clientSecretSessions.get(token.jti) : undefined;
         if (minted) session = { ...session, ...(minted as Session) };
         if (req.query.model) session = { ...session, model: req.query.model };
-        const transport = new WebSocketTransport(services.config.WEBSOCKET_MAX_UNSENT_BYTES);
+        const transport = new WebSocketTransport(services.config.WEBSOCKET_MAX_UNSENT_BYTES, services.config.WEBSOCKET_AUDIO_LEAD_MS);
         // The beta dialect, asked for by header (server clients) or subprotocol (browsers).
         const beta = /realtime=v1/.test(String(req.headers['openai-beta'] ?? '')) || String(req.headers['sec-websocket-protocol'] ?? '').includes('openai-beta.realtime-v1');
         try {
