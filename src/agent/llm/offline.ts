@@ -85,12 +85,46 @@ export function offlineReply(req: ReplyRequest): string {
   return fallbacks[(ctx.history.length + text.length) % spread]!;
 }
 
-/** Never calls a tool: it has no way to decide when one would help. */
+/** Verbs tool names start with, which say nothing of what the tool is about. */
+const TOOL_VERBS = new Set(['get', 'set', 'fetch', 'find', 'lookup', 'look', 'up', 'check', 'read', 'list', 'search', 'query', 'do', 'run', 'call', 'make', 'the', 'current']);
+
+/** The words of a tool's name that say what it is about (get_weather → weather, lookupOrderStatus → order, status). */
+function topicWords(name: string): string[] {
+  return name
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w.length > 1 && !TOOL_VERBS.has(w));
+}
+
+/**
+ * The tool the user's last words name (a word of its name, as in "what's the weather" for
+ * get_weather), or the one tool_choice requires; none after a tool's output (that is answered).
+ */
+export function offlineToolCall(req: ReplyRequest): string | undefined {
+  if (!req.tools.length || req.toolChoice === 'none' || req.messages.at(-1)?.role !== 'user') return undefined;
+  if (typeof req.toolChoice === 'object') return req.tools.find((t) => t.name === (req.toolChoice as { name: string }).name)?.name;
+  const words = new Set(lastUserText(req.messages).toLowerCase().split(/[^a-z0-9]+/));
+  const named = req.tools.find((t) => topicWords(t.name).some((w) => words.has(w) || words.has(`${w}s`)));
+  return named?.name ?? (req.toolChoice === 'required' ? req.tools[0]!.name : undefined);
+}
+
+/**
+ * Calls a tool when the user's words name it (with no arguments: it cannot fill them in), and says
+ * what the tool answered; otherwise the rules above.
+ */
 export const offlineModel: ReplyModel = {
   name: 'parley-offline',
   async *reply(req: ReplyRequest) {
+    const tool = offlineToolCall(req);
+    if (tool) {
+      yield { type: 'tool_call', index: 0, name: tool, argumentsDelta: '{}' };
+      return;
+    }
+    const last = req.messages.at(-1);
     // Stream word by word, as a generating model would.
-    const words = offlineReply(req).split(/(?<=\s)/);
+    const answer = last?.role === 'tool' ? `The tool says: ${last.content}` : offlineReply(req);
+    const words = answer.split(/(?<=\s)/);
     for (const w of words) {
       if (req.signal.aborted) return;
       yield { type: 'text', delta: w };
