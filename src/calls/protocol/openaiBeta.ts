@@ -110,12 +110,50 @@ export function fromBeta(event: Json): Json {
   return event;
 }
 
-/** The beta dialect over a GA protocol: the same protocol, its messages translated both ways. */
-export function betaDialect(ga: ProtocolFactory): ProtocolFactory {
+/**
+ * The server events of Azure OpenAI's realtime preview (api-version 2024-10-01-preview), the only
+ * ones its clients take: rt-client ends its session on any other (conversation.created, the input
+ * transcription deltas added later, Parley's own parley.* events).
+ */
+export const AZURE_PREVIEW_EVENTS: ReadonlySet<string> = new Set([
+  'error',
+  'session.created',
+  'session.updated',
+  'input_audio_buffer.committed',
+  'input_audio_buffer.cleared',
+  'input_audio_buffer.speech_started',
+  'input_audio_buffer.speech_stopped',
+  'conversation.item.created',
+  'conversation.item.truncated',
+  'conversation.item.deleted',
+  'conversation.item.input_audio_transcription.completed',
+  'conversation.item.input_audio_transcription.failed',
+  'response.created',
+  'response.done',
+  'response.output_item.added',
+  'response.output_item.done',
+  'response.content_part.added',
+  'response.content_part.done',
+  'response.text.delta',
+  'response.text.done',
+  'response.audio_transcript.delta',
+  'response.audio_transcript.done',
+  'response.audio.delta',
+  'response.audio.done',
+  'response.function_call_arguments.delta',
+  'response.function_call_arguments.done',
+  'rate_limits.updated',
+]);
+
+/**
+ * The beta dialect over a GA protocol: the same protocol, its messages translated both ways;
+ * `only`: the server events sent (a client that refuses any other).
+ */
+export function betaDialect(ga: ProtocolFactory, only?: ReadonlySet<string>): ProtocolFactory {
   return (control, send) => {
     const inner = ga(control, (message) => {
       const beta = toBeta(message as Json);
-      if (beta) send(beta);
+      if (beta && (!only || only.has(beta.type))) send(beta);
     });
     return {
       opened: () => inner.opened(),

@@ -46,7 +46,10 @@ export interface ClientProtocol {
   ended(reason: string): void;
 }
 
-/** `openai-beta`: OpenAI's protocol in its beta dialect (openaiBeta.ts). */
-export type ProtocolName = 'orga' | 'openai' | 'openai-beta';
+/**
+ * `openai-beta`: OpenAI's protocol in its beta dialect (openaiBeta.ts); `openai-azure`: that dialect
+ * with only the events of Azure's realtime preview.
+ */
+export type ProtocolName = 'orga' | 'openai' | 'openai-beta' | 'openai-azure';
 
 export type ProtocolFactory = (control: CallControl, send: (message: object) => void) => ClientProtocol;

@@ -118,7 +118,7 @@ export const realtimeSocketRoutes = (services: Services): FastifyPluginAsync => 
         try {
           await services.calls.create(
             // An API key's session has no token: it is counted under the key, and its own id.
-            { apiKeyId, tokenId: token?.jti ?? randomId('ws_'), endUser: token?.end_user ?? null, session, protocol: beta ? 'openai-beta' : 'openai' },
+            { apiKeyId, tokenId: token?.jti ?? randomId('ws_'), endUser: token?.end_user ?? null, session, protocol: azure ? 'openai-azure' : beta ? 'openai-beta' : 'openai' },
             () => ({ transport, accept: async () => undefined }),
           );
         } catch (err) {
