@@ -71,10 +71,11 @@ export class WebSocketTransport implements EventAudioTransport {
     this.audioOut = {
       write: (pcm) => {
         if (this.closed) return;
-        for (let at = 0; at < pcm.length; at += OUTPUT_PIECE_SAMPLES) {
-          const piece = pcm.subarray(at, at + OUTPUT_PIECE_SAMPLES);
-          this.unsent.push(piece);
-          this.unsentMs += (piece.length * 1000) / SAMPLE_RATE;
+        // Unpaced, each piece of speech goes out whole, as it was synthesised.
+        const piece = this.leadMs === 0 ? pcm.length : OUTPUT_PIECE_SAMPLES;
+        for (let at = 0; at < pcm.length; at += piece) {
+          this.unsent.push(pcm.subarray(at, at + piece));
+          this.unsentMs += (Math.min(piece, pcm.length - at) * 1000) / SAMPLE_RATE;
         }
         this.pump();
       },
