@@ -128,6 +128,9 @@ export class VoiceAgent implements Agent {
   }
 
   createResponse(request: ResponseRequest = {}): Refusal {
+    if (this.session.kind === 'transcription') {
+      return { ok: false, code: 'invalid_value', message: 'A transcription session transcribes the caller and makes no responses.' };
+    }
     if (this.reply?.generating) {
       return { ok: false, code: 'conversation_already_has_active_response', message: `Response ${this.reply.id} is in progress; cancel it or wait for response.done.` };
     }

@@ -249,6 +249,11 @@ export class Call implements CallControl {
     return this.host.agent.cancelResponse();
   }
 
+  rateLimits(): { name: string; limit: number; remaining: number; reset_seconds: number }[] {
+    const replies = this.replyRate.state();
+    return [{ name: 'requests', limit: replies.limit, remaining: replies.remaining, reset_seconds: replies.resetSeconds }];
+  }
+
   clearOutputAudio(): void {
     this.host.agent.clearOutputAudio();
   }

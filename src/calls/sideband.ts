@@ -107,6 +107,7 @@ export class Sidebands {
       truncateItem: (id, ms) => call.truncateItem(id, ms),
       createResponse: (request) => call.createResponse(request),
       cancelResponse: () => call.cancelResponse(),
+      rateLimits: () => call.rateLimits?.() ?? [],
       clearOutputAudio: () => call.clearOutputAudio(),
       appendInputAudio: () => false,
       commitInput: () => call.commitInput(),

@@ -44,6 +44,13 @@ export interface Session {
   toolChoice: ToolChoice;
   /** Upper bound on a reply's tokens (null: no bound). */
   maxOutputTokens: number | null;
+  /**
+   * `transcription`: a transcription session (OpenAI `session.type: "transcription"`): the caller's
+   * turns are transcribed and nothing is answered. Absent: a conversation with the agent.
+   */
+  kind?: 'transcription';
+  /** Extra fields the client asked to be included (OpenAI `include`), kept and echoed. */
+  include?: string[];
   /** How audio carried inside events (a WebSocket session's) is encoded each way; absent: pcm16. WebRTC carries Opus whatever these say. */
   inputAudio?: AudioEncoding;
   outputAudio?: AudioEncoding;

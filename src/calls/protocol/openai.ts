@@ -302,7 +302,10 @@ export function openAiProtocol(defaults: SessionDefaults) {
           return emit({ type: 'response.output_item.done', response_id: event.responseId, output_index: event.outputIndex, item: wireItem(item) });
         }
         case 'response.done':
-          return emit({ type: 'response.done', response: wireResponse(event.response, control.id, control.session().voice) });
+          emit({ type: 'response.done', response: wireResponse(event.response, control.id, control.session().voice) });
+          // After each response, as OpenAI does: what the client may still ask for.
+          if (control.rateLimits) emit({ type: 'rate_limits.updated', rate_limits: control.rateLimits() });
+          return;
         case 'response.audio.started':
           // Parley's own: where the time to the first audio went (clients ignore unknown types).
           return emit({ type: 'parley.response.timings', response_id: event.responseId, item_id: event.itemId, timings: event.timings });

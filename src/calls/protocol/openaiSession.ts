@@ -56,7 +56,9 @@ export const ToolChoiceSchema = Type.Union([
 ]);
 
 export const OpenAiSessionSchema = Type.Object({
-  type: Type.Optional(Type.Literal('realtime')),
+  // `transcription`: the caller's turns are transcribed, nothing is answered.
+  type: Type.Optional(Type.Union([Type.Literal('realtime'), Type.Literal('transcription')])),
+  include: Type.Optional(Type.Union([Type.Null(), Type.Array(Type.Literal('item.input_audio_transcription.logprobs'), { maxItems: 4 })])),
   model: Type.Optional(Type.String({ maxLength: 128 })),
   instructions: Type.Optional(Type.String({ maxLength: MAX_INSTRUCTIONS })),
   output_modalities: Type.Optional(Type.Array(Type.Union([Type.Literal('audio'), Type.Literal('text')]), { minItems: 1, maxItems: 2 })),
@@ -65,7 +67,12 @@ export const OpenAiSessionSchema = Type.Object({
       input: Type.Optional(
         Type.Object({
           format: Type.Optional(AudioFormat),
-          transcription: Type.Optional(Type.Union([Type.Null(), Type.Object({ model: Type.Optional(Type.String()) })])),
+          transcription: Type.Optional(
+            Type.Union([
+              Type.Null(),
+              Type.Object({ model: Type.Optional(Type.String({ maxLength: 128 })), language: Type.Optional(Type.String({ maxLength: 16 })), prompt: Type.Optional(Type.String({ maxLength: 4096 })) }),
+            ]),
+          ),
           turn_detection: Type.Optional(Type.Union([Type.Null(), ServerVad, SemanticVad])),
           noise_reduction: Type.Optional(Type.Union([Type.Null(), NoiseReductionSchema])),
         }),
@@ -129,6 +136,13 @@ export function applyOpenAiSession(current: Session, input: unknown, defaults: T
   if (!validate(input)) return { ok: false, problem: paramProblem(validate.errors, root) };
   const s = input as OpenAiSessionInput;
   const next: Session = { ...current };
+  if (s.type === 'realtime' && current.kind === 'transcription') {
+    // A session becomes a transcription session (its client secret, its first update), never back.
+    const param = `${root ? `${root}.` : ''}type`;
+    return { ok: false, problem: { code: 'invalid_value', param, message: `Invalid value for '${param}': a transcription session cannot become a realtime session.` } };
+  }
+  if (s.type === 'transcription') next.kind = 'transcription';
+  if (s.include !== undefined) next.include = s.include ?? [];
   if (s.model !== undefined) next.model = s.model;
   if (s.instructions !== undefined) next.instructions = s.instructions;
   if (s.temperature !== undefined) next.temperature = s.temperature;
@@ -154,6 +168,11 @@ export function applyOpenAiSession(current: Session, input: unknown, defaults: T
   }
   if (s.tool_choice !== undefined) next.toolChoice = toolChoiceOf(s.tool_choice);
   if (s.max_output_tokens !== undefined) next.maxOutputTokens = s.max_output_tokens === 'inf' ? null : s.max_output_tokens;
+  if (next.kind === 'transcription') {
+    // Every turn is transcribed, none answered.
+    next.transcribeInput = true;
+    next.turnDetection = { ...next.turnDetection, createResponse: false, interruptResponse: false, idleTimeoutMs: null };
+  }
   return { ok: true, session: next };
 }
 
@@ -181,6 +200,37 @@ function turnDetectionOf(wire: Static<typeof ServerVad> | Static<typeof Semantic
 /** The session object OpenAI's clients read. */
 export function openAiSessionObject(session: Session, id: string) {
   const td = session.turnDetection;
+  const turnDetection =
+    td.type === 'none'
+      ? null
+      : td.type === 'semantic_vad'
+        ? { type: 'semantic_vad', eagerness: 'auto', create_response: td.createResponse, interrupt_response: td.interruptResponse }
+        : {
+            type: 'server_vad',
+            threshold: td.threshold,
+            prefix_padding_ms: td.prefixPaddingMs,
+            silence_duration_ms: td.silenceMs,
+            idle_timeout_ms: td.idleTimeoutMs,
+            create_response: td.createResponse,
+            interrupt_response: td.interruptResponse,
+          };
+  if (session.kind === 'transcription') {
+    return {
+      type: 'transcription',
+      object: 'realtime.transcription_session',
+      id,
+      expires_at: 0,
+      include: session.include ?? null,
+      audio: {
+        input: {
+          format: FORMAT_OF[session.inputAudio ?? 'pcm16'],
+          transcription: { model: 'parley', language: 'en', prompt: '' },
+          noise_reduction: session.noiseReduction ? { type: session.noiseReduction } : null,
+          turn_detection: turnDetection,
+        },
+      },
+    };
+  }
   return {
     type: 'realtime',
     object: 'realtime.session',
@@ -195,26 +245,13 @@ export function openAiSessionObject(session: Session, id: string) {
     prompt: null,
     truncation: 'auto',
     expires_at: 0,
-    include: null,
+    include: session.include ?? null,
     audio: {
       input: {
         format: FORMAT_OF[session.inputAudio ?? 'pcm16'],
         transcription: session.transcribeInput ? { model: 'parley' } : null,
         noise_reduction: session.noiseReduction ? { type: session.noiseReduction } : null,
-        turn_detection:
-          td.type === 'none'
-            ? null
-            : td.type === 'semantic_vad'
-              ? { type: 'semantic_vad', eagerness: 'auto', create_response: td.createResponse, interrupt_response: td.interruptResponse }
-              : {
-                  type: 'server_vad',
-                  threshold: td.threshold,
-                  prefix_padding_ms: td.prefixPaddingMs,
-                  silence_duration_ms: td.silenceMs,
-                  idle_timeout_ms: td.idleTimeoutMs,
-                  create_response: td.createResponse,
-                  interrupt_response: td.interruptResponse,
-                },
+        turn_detection: turnDetection,
       },
       output: { format: FORMAT_OF[session.outputAudio ?? 'pcm16'], voice: session.voice, speed: 1 },
     },

@@ -29,6 +29,8 @@ export interface CallControl {
   readonly audioInEvents: boolean;
   commitInput(): Refusal;
   clearInput(): void;
+  /** The call's own rate limits now (OpenAI's rate_limits.updated): the replies it may still ask for. */
+  rateLimits?(): { name: string; limit: number; remaining: number; reset_seconds: number }[];
   /** The client hangs up. */
   end(reason: 'session_end'): void;
   /** Something went wrong handling a client message (logged server-side; never sent as is). */

@@ -8,7 +8,7 @@ import type { TokenClaims } from '../../auth/tokens.js';
 import { looksLikeApiKey } from '../../config/apiKeyFormat.js';
 import { CallCapacityExceeded, CallLimitExceeded } from '../../calls/callManager.js';
 import { MAX_AUDIO_MESSAGE_BYTES } from '../../calls/protocol/message.js';
-import { openAiDefaultSession } from '../../calls/protocol/openaiSession.js';
+import { applyOpenAiSession, openAiDefaultSession } from '../../calls/protocol/openaiSession.js';
 import { websocketChannel } from '../../calls/websocket/websocketChannel.js';
 import { WebSocketTransport } from '../../calls/websocket/websocketTransport.js';
 import type { Session } from '../../session/session.js';
@@ -75,7 +75,7 @@ export const realtimeSocketRoutes = (services: Services): FastifyPluginAsync => 
   for (const [path, summary] of [
     ['/v1/realtime', "OpenAI's Realtime over WebSocket: a session speaking the realtime events (audio inside them), or with call_id a sideband connection to a live call"],
     ['/openai/realtime', "Azure OpenAI's form of the Realtime WebSocket (api-version, deployment as the model, the key in an api-key header): a session in the beta dialect"],
-  ] as const) app.get<{ Querystring: { model?: string; call_id?: string; deployment?: string; 'api-version'?: string } }>(
+  ] as const) app.get<{ Querystring: { model?: string; call_id?: string; intent?: string; deployment?: string; 'api-version'?: string } }>(
     path,
     {
       websocket: true,
@@ -87,6 +87,8 @@ export const realtimeSocketRoutes = (services: Services): FastifyPluginAsync => 
           properties: {
             model: { type: 'string', maxLength: 128 },
             call_id: { type: 'string', maxLength: 64 },
+            // `transcription`: a transcription session (the beta's way to open one; GA clients may also say so in session.update).
+            intent: { type: 'string', maxLength: 32 },
             ...(path === '/openai/realtime' ? { deployment: { type: 'string', maxLength: 128 }, 'api-version': { type: 'string', maxLength: 64 } } : {}),
           },
         },
@@ -112,6 +114,10 @@ export const realtimeSocketRoutes = (services: Services): FastifyPluginAsync => 
         const azure = path === '/openai/realtime';
         const model = req.query.model ?? (azure ? req.query.deployment : undefined);
         if (model) session = { ...session, model };
+        if (req.query.intent === 'transcription' && session.kind !== 'transcription') {
+          const applied = applyOpenAiSession(session, { type: 'transcription' }, services.sessionDefaults.turnDetection);
+          if (applied.ok) session = applied.session;
+        }
         const transport = new WebSocketTransport(services.config.WEBSOCKET_MAX_UNSENT_BYTES, services.config.WEBSOCKET_AUDIO_LEAD_MS);
         // The beta dialect, asked for by header (server clients) or subprotocol (browsers).
         const beta = azure || /realtime=v1/.test(String(req.headers['openai-beta'] ?? '')) || String(req.headers['sec-websocket-protocol'] ?? '').includes('openai-beta.realtime-v1');
