@@ -38,8 +38,12 @@ interface Turn {
   paused: boolean;
   /** The reply prepared during the pause, and the transcript it answers. */
   prepared?: { reply: Reply; transcript: string };
-  /** The transcript sent so far as deltas (whole words; the completed transcript extends it). */
+  /** The transcript sent so far as deltas (recognised parts; the completed transcript extends it). */
   said: string;
+  /** Abandoned (a new turn started, the input was cleared): its parts send no deltas. */
+  dropped: boolean;
+  /** Settles once the parts recognised so far have been said. */
+  saying: Promise<void>;
 }
 
 const joinParts = (texts: string[]) => texts.map((t) => t.trim()).filter(Boolean).join(' ');
@@ -122,8 +126,10 @@ export class VoiceAgent implements Agent {
   private endpointing(): EndpointingOptions {
     const td = this.session.turnDetection;
     const prepare = this.deps.prepareReplyAfterMs ?? 0;
-    // A reply is prepared only when the turn's end will start one, and before that end comes.
-    const pauseMs = td.createResponse && prepare > 0 && prepare < td.silenceMs ? prepare : undefined;
+    // A reply is prepared only when the turn's end will start one, and before that end comes; a
+    // transcription session's pauses send what was said so far (deltas).
+    const pausing = td.createResponse || this.session.kind === 'transcription';
+    const pauseMs = pausing && prepare > 0 && prepare < td.silenceMs ? prepare : undefined;
     return { threshold: td.threshold, prefixPaddingMs: td.prefixPaddingMs, silenceMs: td.silenceMs, ...(pauseMs ? { pauseMs } : {}) };
   }
 
@@ -192,7 +198,10 @@ export class VoiceAgent implements Agent {
 
   clearInput(): void {
     this.turn?.prepared?.reply.discard();
-    for (const turn of [this.manual, this.turn]) turn?.recognition.abort();
+    for (const turn of [this.manual, this.turn]) {
+      turn?.recognition.abort();
+      if (turn) turn.dropped = true;
+    }
     this.manual = undefined;
     this.turn = undefined;
     this.detector?.reset();
@@ -236,25 +245,28 @@ export class VoiceAgent implements Agent {
   }
 
   private startTurn(): Turn {
-    const turn: Turn = { itemId: newItemId(), recognition: this.deps.stages.recognizer.start(), parts: [], paused: false, said: '' };
-    turn.recognition.onPartial((text) => {
-      // Deltas append (their concatenation is the completed transcript, as OpenAI's): only whole
-      // words — a word followed by another — that extend what was sent; a recogniser that revises
-      // itself is caught up at the end.
-      if (!this.session.transcribeInput) return;
-      const words = text.replace(/\s+/g, ' ').trimStart();
-      const whole = words.slice(0, words.lastIndexOf(' ') + 1).trimEnd();
-      if (whole.length <= turn.said.length || !whole.startsWith(turn.said)) return;
-      this.ctx.emit({ type: 'transcription.delta', itemId: turn.itemId, delta: whole.slice(turn.said.length) });
-      turn.said = whole;
-    });
-    return turn;
+    return { itemId: newItemId(), recognition: this.deps.stages.recognizer.start(), parts: [], paused: false, said: '', dropped: false, saying: Promise.resolve() };
+  }
+
+  /**
+   * A part of the turn was recognised (at a pause): its words go out as a transcription delta. Deltas
+   * append — their concatenation is the completed transcript, as OpenAI's — so only final words are
+   * sent (a recogniser's partial guesses are revised, e.g. "what time is it" → "what time it now"):
+   * each part as it is recognised, the rest when the turn ends.
+   */
+  private sayPart(turn: Turn, text: string): void {
+    const words = text.trim();
+    if (!words || turn.dropped || this.closed || !this.session.transcribeInput) return;
+    const delta = turn.said ? ` ${words}` : words;
+    turn.said += delta;
+    this.ctx.emit({ type: 'transcription.delta', itemId: turn.itemId, delta });
   }
 
   private onSpeechStarted(audioStartMs: number, preroll: Int16Array): void {
     clearTimeout(this.idleTimer);
     this.turn?.recognition.abort();
     this.turn?.prepared?.reply.discard();
+    if (this.turn) this.turn.dropped = true;
     this.turn = this.startTurn();
     this.ctx.emit({ type: 'input.speech_started', itemId: this.turn.itemId, audioStartMs: Math.round(audioStartMs) });
     if (this.session.turnDetection.interruptResponse) this.interrupt();
@@ -270,14 +282,17 @@ export class VoiceAgent implements Agent {
     const turn = this.turn;
     if (!turn || turn.paused) return;
     turn.paused = true;
-    turn.parts.push(turn.recognition.finish());
+    const part = turn.recognition.finish();
+    turn.parts.push(part);
+    // Parts are said in order, each after the one before (a failed part is reported when the turn ends).
+    turn.saying = turn.saying.then(() => part).then((text) => this.sayPart(turn, text), () => {});
     // What follows the pause (silence, or more speech) goes to a recognition of its own.
     turn.recognition = this.deps.stages.recognizer.start();
     const parts = [...turn.parts];
     Promise.all(parts).then(
       (texts) => {
         const transcript = joinParts(texts);
-        if (this.closed || this.turn !== turn || !turn.paused || turn.prepared || !transcript) return;
+        if (this.closed || this.turn !== turn || !turn.paused || turn.prepared || !transcript || !this.session.turnDetection.createResponse) return;
         const user: MessageItem = { id: turn.itemId, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript }] };
         turn.prepared = { transcript, reply: this.startReply({}, {}, user) };
       },
@@ -335,6 +350,7 @@ export class VoiceAgent implements Agent {
     let transcript: string;
     try {
       transcript = joinParts(await Promise.all(parts));
+      await turn.saying;
     } catch (err) {
       turn.prepared?.reply.discard();
       if (this.closed) return;

@@ -135,16 +135,20 @@ describe('VoiceAgent', () => {
     assert.deepEqual(asked.at(-1), { role: 'user', content: 'what time is it' }, 'the model saw the words');
   });
 
-  test('input transcription deltas append: whole words as recognised, the rest at the end; their concatenation is the completed transcript', async () => {
-    const t = agent(['hello what time is it right now']);
+  test('input transcription deltas append: each part as recognised at a pause, the rest at the end; partial guesses never; their concatenation is the completed transcript', async () => {
+    const t = agent(['hello what time', 'is it right now']);
     t.caller().speechStarted(0, new Int16Array(160));
-    const r = t.recognitions.at(-1)!;
-    for (const p of ['hell', 'hello', 'hello wh', 'hello what ti', 'hello what time', 'hello what time is it']) r.partial(p);
+    // A recogniser's partial guesses are revised: none is sent.
+    for (const p of ['hell', 'hello', 'hello what ti']) t.recognitions.at(-1)!.partial(p);
+    t.caller().speechPaused!(500);
+    await settle(() => t.types().includes('transcription.delta'), 'the first part');
+    t.caller().speechResumed!();
+    t.recognitions.at(-1)!.partial('is it');
     t.caller().speechStopped(1000, 1000);
     await settle(() => t.types().includes('transcription.completed'), 'the transcript');
     const deltas = t.events.filter((e) => e.type === 'transcription.delta').map((e) => (e as { delta: string }).delta);
     const completed = t.events.find((e) => e.type === 'transcription.completed') as { transcript: string };
-    assert.deepEqual(deltas, ['hello', ' what', ' time is', ' it right now']);
+    assert.deepEqual(deltas, ['hello what time', ' is it right now']);
     assert.equal(deltas.join(''), completed.transcript);
   });
 
