@@ -8,6 +8,8 @@ import type { StageTimings } from '../session/events.js';
 import type { Session } from '../session/session.js';
 import type { ReplyModel } from './llm/types.js';
 import { Ears } from './ears.js';
+import type { McpConnector } from './mcp/connector.js';
+import { McpHub } from './mcp/hub.js';
 import { Reply } from './reply.js';
 import type { VoiceStages } from './stages.js';
 import type { RecognitionStream } from './stt/types.js';
@@ -25,6 +27,8 @@ export interface VoiceAgentDeps {
    * end is certain (and dropped if the caller goes on); 0: replies start at the end of the turn.
    */
   prepareReplyAfterMs?: number;
+  /** Connects to the MCP servers sessions name (absent: MCP tools fail to list, saying so). */
+  mcp?: McpConnector;
 }
 
 /** A caller's turn in progress. */
@@ -69,6 +73,8 @@ export class VoiceAgent implements Agent {
   /** The call's context, its audio out watched by the echo guard. */
   private readonly ctx: AgentContext;
   private readonly ears = new Ears(INPUT_RATE);
+  /** The session's MCP servers, listed and called. */
+  private readonly mcp: McpHub;
   /**
    * Transcriptions under way (committed turns, audio items): a reply started now answers the
    * conversation once they are done, as OpenAI answers the committed audio (push-to-talk clients
@@ -82,6 +88,8 @@ export class VoiceAgent implements Agent {
   ) {
     this.ctx = { ...ctx, audio: this.ears.watch(ctx.audio) };
     this.session = ctx.session();
+    this.mcp = new McpHub(this.ctx, deps.mcp);
+    this.mcp.sync(this.session.mcpServers ?? []);
     this.setUpNoiseReduction();
     this.setUpTurnDetection();
     // A playback cut short was ended by whoever cleared it (stopReply).
@@ -105,6 +113,7 @@ export class VoiceAgent implements Agent {
   onSessionUpdate(session: Session): void {
     const before = this.session;
     this.session = session;
+    if (before.mcpServers !== session.mcpServers) this.mcp.sync(session.mcpServers ?? []);
     if (before.noiseReduction !== session.noiseReduction) this.setUpNoiseReduction();
     if ((before.turnDetection.type === 'none') !== (session.turnDetection.type === 'none')) this.setUpTurnDetection();
     else this.detector?.configure(this.endpointing());
@@ -221,6 +230,7 @@ export class VoiceAgent implements Agent {
     this.detector?.close();
     this.detector = undefined;
     this.ears.close();
+    this.mcp.close();
   }
 
   private setUpTurnDetection(): void {
@@ -418,8 +428,10 @@ export class VoiceAgent implements Agent {
         audio: modalities.includes('audio'),
       },
       inConversation: request.conversation !== 'none',
-      // A reply asked for while a turn or an audio item is being transcribed answers its words.
-      ...(!heldFor && this.transcribing.size ? { after: Promise.allSettled([...this.transcribing]) } : {}),
+      // A reply asked for while a turn or an audio item is being transcribed answers its words; one
+      // started while MCP servers are being listed can call their tools.
+      after: Promise.allSettled([...(heldFor ? [] : this.transcribing), this.mcp.ready()]),
+      mcp: this.mcp,
       ...(heldFor ? { held: true, input: [...this.ctx.conversation.items, heldFor] } : request.input ? { input: request.input } : {}),
       ...(request.metadata !== undefined ? { metadata: request.metadata } : {}),
       timings: measured.timings ?? {},

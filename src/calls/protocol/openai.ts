@@ -35,6 +35,8 @@ const ItemSchema = Type.Union([
   }),
   Type.Object({ id: Type.Optional(Id), type: Type.Literal('function_call_output'), call_id: Id, output: Text }),
   Type.Object({ id: Type.Optional(Id), type: Type.Literal('function_call'), call_id: Id, name: Type.String({ maxLength: 128 }), arguments: Text }),
+  // The client's answer to an MCP tool's approval request.
+  Type.Object({ id: Type.Optional(Id), type: Type.Literal('mcp_approval_response'), approval_request_id: Id, approve: Type.Boolean(), reason: Type.Optional(Type.Union([Text, Type.Null()])) }),
 ]);
 
 const ResponseSchema = Type.Object({
@@ -81,12 +83,30 @@ export function wireItem(item: Item): Record<string, unknown> {
       return { ...base, call_id: item.callId, name: item.name, arguments: item.arguments };
     case 'function_call_output':
       return { ...base, call_id: item.callId, output: item.output };
+    case 'mcp_list_tools':
+      return { id: item.id, type: item.type, server_label: item.serverLabel, tools: item.tools.map((t) => ({ name: t.name, description: t.description ?? null, input_schema: t.inputSchema, annotations: null })) };
+    case 'mcp_call':
+      return {
+        id: item.id,
+        type: item.type,
+        server_label: item.serverLabel,
+        name: item.name,
+        arguments: item.arguments,
+        approval_request_id: item.approvalRequestId,
+        output: item.output,
+        error: item.error === null ? null : { type: 'tool_execution_error', message: item.error },
+      };
+    case 'mcp_approval_request':
+      return { id: item.id, type: item.type, server_label: item.serverLabel, name: item.name, arguments: item.arguments };
+    case 'mcp_approval_response':
+      return { id: item.id, type: item.type, approval_request_id: item.approvalRequestId, approve: item.approve, reason: item.reason };
   }
 }
 
 /** The audio of a client's user item (its first audio part that carries some), to transcribe. */
 function audioOf(w: Static<typeof ItemSchema>): string | undefined {
-  if (w.type === 'function_call_output' || w.type === 'function_call' || w.role !== 'user') return undefined;
+  if (w.type !== undefined && w.type !== 'message') return undefined;
+  if (w.role !== 'user') return undefined;
   for (const c of w.content) if ('audio' in c && c.audio && !c.transcript) return c.audio;
   return undefined;
 }
@@ -96,6 +116,7 @@ function itemFromWire(w: Static<typeof ItemSchema>): Item {
   const id = w.id ?? newItemId();
   if (w.type === 'function_call_output') return { id, type: 'function_call_output', status: 'completed', callId: w.call_id, output: w.output };
   if (w.type === 'function_call') return { id, type: 'function_call', status: 'completed', callId: w.call_id, name: w.name, arguments: w.arguments };
+  if (w.type === 'mcp_approval_response') return { id, type: 'mcp_approval_response', status: 'completed', approvalRequestId: w.approval_request_id, approve: w.approve, reason: w.reason ?? null };
   const content = w.content.map((c): ContentPart => {
     if ('text' in c) return w.role === 'assistant' ? { type: 'output_text', text: c.text } : { type: 'input_text', text: c.text };
     return w.role === 'assistant' ? { type: 'output_audio', transcript: c.transcript ?? null } : { type: 'input_audio', transcript: c.transcript ?? null };
@@ -306,6 +327,14 @@ export function openAiProtocol(defaults: SessionDefaults) {
           // After each response, as OpenAI does: what the client may still ask for.
           if (control.rateLimits) emit({ type: 'rate_limits.updated', rate_limits: control.rateLimits() });
           return;
+        case 'mcp.list_tools':
+          return emit({ type: `mcp_list_tools.${event.phase}`, item_id: event.itemId });
+        case 'response.mcp_call_arguments.delta':
+          return emit({ type: event.type, response_id: event.responseId, item_id: event.itemId, output_index: event.outputIndex, delta: event.delta });
+        case 'response.mcp_call_arguments.done':
+          return emit({ type: event.type, response_id: event.responseId, item_id: event.itemId, output_index: event.outputIndex, arguments: event.arguments });
+        case 'response.mcp_call':
+          return emit({ type: `response.mcp_call.${event.phase}`, item_id: event.itemId, output_index: event.outputIndex });
         case 'response.audio.started':
           // Parley's own: where the time to the first audio went (clients ignore unknown types).
           return emit({ type: 'parley.response.timings', response_id: event.responseId, item_id: event.itemId, timings: event.timings });

@@ -8,7 +8,7 @@ import { Ajv, type ErrorObject } from 'ajv';
 import { VOICES } from '../../session/catalog.js';
 import { MAX_INSTRUCTIONS } from '../../session/params.js';
 import { defaultSession, type Session, type SessionDefaults, type TurnDetection } from '../../session/session.js';
-import type { ToolChoice } from '../../session/tools.js';
+import type { McpServer, ToolChoice } from '../../session/tools.js';
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
@@ -48,6 +48,37 @@ const FunctionTool = Type.Object({
   parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
 });
 
+const ToolNames = Type.Array(Type.String({ maxLength: 128 }), { maxItems: 256 });
+
+/** A remote MCP server whose tools the model may call (OpenAI's `{"type": "mcp"}` tool). */
+const McpTool = Type.Object({
+  type: Type.Literal('mcp'),
+  server_label: Type.String({ minLength: 1, maxLength: 64 }),
+  server_url: Type.String({ minLength: 1, maxLength: 2048 }),
+  server_description: Type.Optional(Type.String({ maxLength: 4096 })),
+  allowed_tools: Type.Optional(Type.Union([Type.Null(), ToolNames, Type.Object({ tool_names: Type.Optional(ToolNames), read_only: Type.Optional(Type.Boolean()) })])),
+  require_approval: Type.Optional(
+    Type.Union([
+      Type.Null(),
+      Type.Literal('always'),
+      Type.Literal('never'),
+      Type.Object({ never: Type.Optional(Type.Object({ tool_names: Type.Optional(ToolNames) })), always: Type.Optional(Type.Object({ tool_names: Type.Optional(ToolNames) })) }),
+    ]),
+  ),
+  headers: Type.Optional(Type.Union([Type.Null(), Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 4096 }))])),
+  authorization: Type.Optional(Type.String({ maxLength: 4096 })),
+});
+
+/** A session's MCP tool in Parley's terms (approval by default, as OpenAI's default). */
+export function mcpServerOf(t: Static<typeof McpTool>): McpServer {
+  const allowed = Array.isArray(t.allowed_tools) ? t.allowed_tools : t.allowed_tools?.tool_names;
+  const rule = t.require_approval;
+  const requireApproval: McpServer['requireApproval'] =
+    rule === 'never' ? 'never' : rule && typeof rule === 'object' && rule.never?.tool_names && !rule.always ? { never: rule.never.tool_names } : 'always';
+  const headers = { ...(t.headers ?? {}), ...(t.authorization ? { authorization: `Bearer ${t.authorization}` } : {}) };
+  return { label: t.server_label, url: t.server_url, ...(allowed ? { allowedTools: allowed } : {}), requireApproval, ...(Object.keys(headers).length ? { headers } : {}) };
+}
+
 export const ToolChoiceSchema = Type.Union([
   Type.Literal('auto'),
   Type.Literal('none'),
@@ -86,8 +117,8 @@ export const OpenAiSessionSchema = Type.Object({
       ),
     }),
   ),
-  // Other tool kinds (hosted MCP…) are accepted and not offered to the model.
-  tools: Type.Optional(Type.Array(Type.Union([FunctionTool, Type.Object({ type: Type.String({ pattern: '^(?!function$)' }) })]), { maxItems: 128 })),
+  // Other tool kinds are accepted and not offered to the model.
+  tools: Type.Optional(Type.Array(Type.Union([FunctionTool, McpTool, Type.Object({ type: Type.String({ pattern: '^(?!function$|mcp$)' }) })]), { maxItems: 128 })),
   tool_choice: Type.Optional(ToolChoiceSchema),
   max_output_tokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 4096 }), Type.Literal('inf')])),
   temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
@@ -162,6 +193,8 @@ export function applyOpenAiSession(current: Session, input: unknown, defaults: T
   if (input_?.turn_detection !== undefined) next.turnDetection = turnDetectionOf(input_.turn_detection, defaults);
   if (input_?.noise_reduction !== undefined) next.noiseReduction = input_.noise_reduction?.type ?? null;
   if (s.tools) {
+    const mcp = s.tools.filter((t): t is Static<typeof McpTool> => t.type === 'mcp').map(mcpServerOf);
+    if (mcp.length || current.mcpServers?.length) next.mcpServers = mcp;
     next.tools = s.tools
       .filter((t): t is Static<typeof FunctionTool> => t.type === 'function' && 'name' in t)
       .map((t) => ({ name: t.name, ...(t.description ? { description: t.description } : {}), ...(t.parameters ? { parameters: t.parameters } : {}) }));
@@ -238,7 +271,18 @@ export function openAiSessionObject(session: Session, id: string) {
     model: session.model,
     output_modalities: session.outputModalities,
     instructions: session.instructions ?? '',
-    tools: session.tools.map((t) => ({ type: 'function', name: t.name, description: t.description ?? '', parameters: t.parameters ?? { type: 'object', properties: {} } })),
+    tools: [
+      ...session.tools.map((t) => ({ type: 'function', name: t.name, description: t.description ?? '', parameters: t.parameters ?? { type: 'object', properties: {} } })),
+      // Headers hold credentials: never written back.
+      ...(session.mcpServers ?? []).map((m) => ({
+        type: 'mcp',
+        server_label: m.label,
+        server_url: m.url,
+        allowed_tools: m.allowedTools ?? null,
+        require_approval: typeof m.requireApproval === 'string' ? m.requireApproval : { never: { tool_names: m.requireApproval.never } },
+        headers: null,
+      })),
+    ],
     tool_choice: typeof session.toolChoice === 'string' ? session.toolChoice : { type: 'function', name: session.toolChoice.name },
     max_output_tokens: session.maxOutputTokens ?? 'inf',
     tracing: null,
