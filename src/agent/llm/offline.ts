@@ -110,7 +110,24 @@ export function offlineToolCall(req: ReplyRequest): string | undefined {
 }
 
 /**
- * Calls a tool when the user's words name it (with no arguments: it cannot fill them in), and says
+ * A tool's arguments as the user's words give them: its number parameters from the numbers said, in
+ * order; its string parameters from the phrase after the last "in", "for", "about", "of", "called"
+ * or "named" ("the weather in Paris" → "Paris"). What cannot be found is left out.
+ */
+export function offlineArguments(parameters: Record<string, unknown> | undefined, text: string): string {
+  const properties = (parameters?.properties ?? {}) as Record<string, { type?: string }>;
+  const numbers = [...text.matchAll(/-?\d+(?:\.\d+)?/g)].map((m) => Number(m[0]));
+  const phrase = /\b(?:in|for|about|of|called|named)\s+([^.,?!]+?)\s*[.?!]*$/i.exec(text.trim())?.[1];
+  const args: Record<string, unknown> = {};
+  for (const [name, p] of Object.entries(properties)) {
+    if ((p.type === 'number' || p.type === 'integer') && numbers.length) args[name] = numbers.shift();
+    else if (p.type === 'string' && phrase) args[name] = phrase;
+  }
+  return JSON.stringify(args);
+}
+
+/**
+ * Calls a tool when the user's words name it (its arguments as offlineArguments finds them), and says
  * what the tool answered; otherwise the rules above.
  */
 export const offlineModel: ReplyModel = {
@@ -118,12 +135,13 @@ export const offlineModel: ReplyModel = {
   async *reply(req: ReplyRequest) {
     const tool = offlineToolCall(req);
     if (tool) {
-      yield { type: 'tool_call', index: 0, name: tool, argumentsDelta: '{}' };
+      const definition = req.tools.find((t) => t.name === tool)!;
+      yield { type: 'tool_call', index: 0, name: tool, argumentsDelta: offlineArguments(definition.parameters, lastUserText(req.messages)) };
       return;
     }
     const last = req.messages.at(-1);
     // Stream word by word, as a generating model would.
-    const answer = last?.role === 'tool' ? `The tool says: ${last.content}` : offlineReply(req);
+    const answer = last?.role === 'tool' ? (last.content.startsWith('The tool failed') ? `${last.content}` : `The tool says: ${last.content}`) : offlineReply(req);
     const words = answer.split(/(?<=\s)/);
     for (const w of words) {
       if (req.signal.aborted) return;

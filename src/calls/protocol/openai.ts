@@ -328,7 +328,8 @@ export function openAiProtocol(defaults: SessionDefaults) {
           if (control.rateLimits) emit({ type: 'rate_limits.updated', rate_limits: control.rateLimits() });
           return;
         case 'mcp.list_tools':
-          return emit({ type: `mcp_list_tools.${event.phase}`, item_id: event.itemId });
+          // A failure says why (a field OpenAI's event does not have; clients ignore it).
+          return emit({ type: `mcp_list_tools.${event.phase}`, item_id: event.itemId, ...(event.message ? { error: { type: 'mcp_error', message: event.message } } : {}) });
         case 'response.mcp_call_arguments.delta':
           return emit({ type: event.type, response_id: event.responseId, item_id: event.itemId, output_index: event.outputIndex, delta: event.delta });
         case 'response.mcp_call_arguments.done':
