@@ -54,7 +54,9 @@ const ToolNames = Type.Array(Type.String({ maxLength: 128 }), { maxItems: 256 })
 const McpTool = Type.Object({
   type: Type.Literal('mcp'),
   server_label: Type.String({ minLength: 1, maxLength: 64 }),
-  server_url: Type.String({ minLength: 1, maxLength: 2048 }),
+  // Or a connector_id (OpenAI's hosted connectors): accepted, and not offered without a server_url.
+  server_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
+  connector_id: Type.Optional(Type.String({ maxLength: 128 })),
   server_description: Type.Optional(Type.String({ maxLength: 4096 })),
   allowed_tools: Type.Optional(Type.Union([Type.Null(), ToolNames, Type.Object({ tool_names: Type.Optional(ToolNames), read_only: Type.Optional(Type.Boolean()) })])),
   require_approval: Type.Optional(
@@ -70,7 +72,7 @@ const McpTool = Type.Object({
 });
 
 /** A session's MCP tool in Parley's terms (approval by default, as OpenAI's default). */
-export function mcpServerOf(t: Static<typeof McpTool>): McpServer {
+export function mcpServerOf(t: Static<typeof McpTool> & { server_url: string }): McpServer {
   const allowed = Array.isArray(t.allowed_tools) ? t.allowed_tools : t.allowed_tools?.tool_names;
   const rule = t.require_approval;
   const requireApproval: McpServer['requireApproval'] =
@@ -193,7 +195,7 @@ export function applyOpenAiSession(current: Session, input: unknown, defaults: T
   if (input_?.turn_detection !== undefined) next.turnDetection = turnDetectionOf(input_.turn_detection, defaults);
   if (input_?.noise_reduction !== undefined) next.noiseReduction = input_.noise_reduction?.type ?? null;
   if (s.tools) {
-    const mcp = s.tools.filter((t): t is Static<typeof McpTool> => t.type === 'mcp').map(mcpServerOf);
+    const mcp = s.tools.filter((t): t is Static<typeof McpTool> & { server_url: string } => t.type === 'mcp' && 'server_url' in t && !!t.server_url).map(mcpServerOf);
     if (mcp.length || current.mcpServers?.length) next.mcpServers = mcp;
     next.tools = s.tools
       .filter((t): t is Static<typeof FunctionTool> => t.type === 'function' && 'name' in t)

@@ -134,7 +134,9 @@ export class WebSocketTransport implements EventAudioTransport {
   private pump(): void {
     clearTimeout(this.pumpTimer);
     this.pumpTimer = undefined;
-    while (this.unsent.length && !this.closed && (this.leadMs === 0 || this.playout.queuedMs < this.leadMs)) {
+    // A piece goes out when it keeps the client at most leadMs ahead (or when nothing is queued).
+    const fits = () => this.leadMs === 0 || this.playout.queuedMs === 0 || this.playout.queuedMs + (this.unsent[0]!.length * 1000) / SAMPLE_RATE <= this.leadMs;
+    while (this.unsent.length && !this.closed && fits()) {
       const pcm = this.unsent.shift()!;
       const ms = (pcm.length * 1000) / SAMPLE_RATE;
       this.unsentMs = this.unsent.length ? this.unsentMs - ms : 0;
@@ -147,7 +149,7 @@ export class WebSocketTransport implements EventAudioTransport {
       this.playout.sent(ms);
     }
     if (this.unsent.length && !this.closed) {
-      this.pumpTimer = setTimeout(() => this.pump(), Math.max(5, this.playout.queuedMs - this.leadMs));
+      this.pumpTimer = setTimeout(() => this.pump(), Math.max(5, this.playout.queuedMs + (this.unsent[0]!.length * 1000) / SAMPLE_RATE - this.leadMs));
     } else this.tellAllSent();
   }
 
