@@ -56,7 +56,7 @@ const loud = (delta: string) => {
 };
 
 /** One push-to-talk turn: ms from the commit to the first loud delta and to response.done, and the deltas. */
-async function pushToTalk(s: Socket, question: Int16Array): Promise<{ firstAudio: number; done: number; deltas: number }> {
+async function pushToTalk(s: Socket, question: Int16Array): Promise<{ firstDelta: number; firstAudio: number; done: number; deltas: number }> {
   const from = s.events.length;
   s.ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: encodeWireAudio(question, 'pcm16').toString('base64') }));
   const committedAt = performance.now();
@@ -67,7 +67,7 @@ async function pushToTalk(s: Socket, question: Int16Array): Promise<{ firstAudio
   const first = deltas.find((x) => loud(x.e.delta)) ?? deltas[0];
   // The client plays what it got: the next turn after it has (and the server's playout) ended.
   await sleep(Math.max(300, deltas.reduce((ms, x) => ms + Buffer.from(x.e.delta, 'base64').length / 48, 0) - (performance.now() - (deltas[0]?.at ?? 0)) + 300));
-  return { firstAudio: (first?.at ?? NaN) - committedAt, done: done.at - committedAt, deltas: deltas.length };
+  return { firstDelta: (deltas[0]?.at ?? NaN) - committedAt, firstAudio: (first?.at ?? NaN) - committedAt, done: done.at - committedAt, deltas: deltas.length };
 }
 
 async function cancelAtFirstDelta(s: Socket): Promise<string> {
@@ -120,7 +120,7 @@ const servers = { unpaced: await startServer({ ...env, WEBSOCKET_AUDIO_LEAD_MS: 
 try {
   console.log(`load average before: ${loadAverage()}`);
   const sockets = { unpaced: await open(servers.unpaced, { audio: { input: { turn_detection: null } } }), paced: await open(servers.paced, { audio: { input: { turn_detection: null } } }) };
-  const results: Record<string, { firstAudio: number; done: number; deltas: number }[]> = { unpaced: [], paced: [] };
+  const results: Record<string, { firstDelta: number; firstAudio: number; done: number; deltas: number }[]> = { unpaced: [], paced: [] };
   for (let k = 0; k < turns; k++) {
     const question = speak(SENTENCES[k % SENTENCES.length]!, 24_000);
     for (const name of (k % 2 ? ['paced', 'unpaced'] : ['unpaced', 'paced']) as ('paced' | 'unpaced')[]) results[name]!.push(await pushToTalk(sockets[name], question));
@@ -128,7 +128,7 @@ try {
   for (const name of ['unpaced', 'paced'] as const) {
     const r = results[name]!;
     console.log(
-      `${name.padEnd(8)} push-to-talk, commit → first loud delta: median ${median(r.map((x) => x.firstAudio)).toFixed(0)} ms (p90 ${percentile(r.map((x) => x.firstAudio), 90).toFixed(0)}), → response.done: median ${median(r.map((x) => x.done)).toFixed(0)} ms, deltas a reply: median ${median(r.map((x) => x.deltas))}`,
+      `${name.padEnd(8)} push-to-talk, commit → first delta: median ${median(r.map((x) => x.firstDelta)).toFixed(0)} ms, → first loud delta: median ${median(r.map((x) => x.firstAudio)).toFixed(0)} ms (p90 ${percentile(r.map((x) => x.firstAudio), 90).toFixed(0)}), → response.done: median ${median(r.map((x) => x.done)).toFixed(0)} ms, deltas a reply: median ${median(r.map((x) => x.deltas))}`,
     );
   }
   for (const name of ['unpaced', 'paced'] as const) console.log(`${name.padEnd(8)} response.cancel at the first delta → response.done ${await cancelAtFirstDelta(sockets[name])}`);
