@@ -35,6 +35,11 @@ function startMcp(): Promise<Server> {
       received.push({ tool: 'add_numbers', args: { a, b }, authorization });
       return { content: [{ type: 'text', text: String(a + b) }] };
     });
+    tools.registerTool('get_report', { description: 'A very long report.' }, async () => ({ content: [{ type: 'text', text: 'report line. '.repeat(10_000) }] }));
+    tools.registerTool('get_slow_answer', { description: 'Answers after a long while.' }, async () => {
+      await new Promise((resolve) => setTimeout(resolve, 4000));
+      return { content: [{ type: 'text', text: 'too late' }] };
+    });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on('close', () => {
       void transport.close();
@@ -51,7 +56,7 @@ function startMcp(): Promise<Server> {
 before(async () => {
   mcp = await startMcp();
   mcpUrl = `http://127.0.0.1:${(mcp.address() as AddressInfo).port}/mcp`;
-  server = await startServer({ WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', MCP_TIMEOUT_MS: '5000' });
+  server = await startServer({ WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', MCP_TIMEOUT_MS: '2000', MCP_MAX_OUTPUT_BYTES: '1024' });
 });
 after(async () => {
   await server?.stop();
@@ -87,7 +92,7 @@ describe('MCP tools (@modelcontextprotocol/sdk server on loopback)', () => {
       const types = s.events.map((e) => e.type);
       assert.ok(types.indexOf('mcp_list_tools.in_progress') < types.indexOf('mcp_list_tools.completed'));
       const item = await until('the listing item', () => s.events.find((e) => e.type === 'conversation.item.done' && e.item.id === listed.item_id), (x) => !!x);
-      assert.deepEqual(item.item.tools.map((t: any) => t.name).sort(), ['add_numbers', 'get_weather']);
+      assert.deepEqual(item.item.tools.map((t: any) => t.name).sort(), ['add_numbers', 'get_report', 'get_slow_answer', 'get_weather']);
       assert.equal(item.item.tools.find((t: any) => t.name === 'get_weather').input_schema.properties.city.type, 'string');
       const updated = s.events.find((e) => e.type === 'session.updated');
       assert.equal(updated.session.tools[0].headers, null, 'headers are never sent back');
@@ -106,6 +111,26 @@ describe('MCP tools (@modelcontextprotocol/sdk server on loopback)', () => {
       s.ask('Please add numbers 2 and 40.');
       const sum = await until('the sum', () => s.replies()[1], (x) => !!x, 20_000);
       assert.match(s.text(sum), /42/);
+    } finally {
+      s.close();
+    }
+  });
+
+  test('limits: an answer past MCP_MAX_OUTPUT_BYTES is cut, saying so; a call past MCP_TIMEOUT_MS fails and the reply goes on', async () => {
+    const s = await session([weather({ require_approval: 'never', allowed_tools: ['get_report', 'get_slow_answer'] })]);
+    try {
+      await until('the listing', () => s.events.find((e) => e.type === 'mcp_list_tools.completed'), (x) => !!x, 15_000);
+      s.ask('Read me the report.');
+      const report = await until('the report', () => s.replies()[0], (x) => !!x, 20_000);
+      const cut = report.response.output.find((i: any) => i.type === 'mcp_call');
+      assert.ok(Buffer.byteLength(cut.output) < 1100, `cut: ${Buffer.byteLength(cut.output)} bytes`);
+      assert.match(cut.output, /\[output cut at 1024 bytes\]$/);
+      s.ask('I would like the slow answer.');
+      const slow = await until('the slow answer', () => s.replies()[1], (x) => !!x, 20_000);
+      const failed = slow.response.output.find((i: any) => i.type === 'mcp_call');
+      assert.match(failed.error.message, /time/i);
+      assert.ok(s.events.some((e) => e.type === 'response.mcp_call.failed'));
+      assert.equal(slow.response.status, 'completed');
     } finally {
       s.close();
     }
