@@ -35,7 +35,7 @@ const PARALLEL_FILES = [
   'production-install', 'first-start', 'webhook-destinations', 'webhooks', 'turn-relay', 'http-limits', 'turn-relay-abuse', 'revocation', 'outage',
   'reconcile', 'tokens', 'cli', 'console', 'nodes', 'rate-limits', 'admission', 'workers', 'postgres', 'contract',
   'stun', 'sip-routing-nodes', 'offer-fuzz', 'candidates', 'ice', 'services-startup', 'openapi', 'docs',
-  'recording-limits', 'data-dir', 'sideband-limits', 'container-files',
+  'recording-limits', 'data-dir', 'sideband-limits', 'container-files', 'openai-community-clients', 'openai-transcription', 'openai-mcp',
 ].map((name) => join(root, 'test', `${name}.test.ts`));
 
 const listTests = (dir) =>

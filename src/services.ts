@@ -28,7 +28,7 @@ import { buildIceServers, type IceServerEntry } from './ice/iceConfig.js';
 import { serverIceServers } from './ice/serverIceServers.js';
 import { embeddedStunUrl, startStunServer, stunUrlsOfTurnServers, type StunServer } from './ice/stunServer.js';
 import { openAiProtocol } from './calls/protocol/openai.js';
-import { betaDialect } from './calls/protocol/openaiBeta.js';
+import { AZURE_PREVIEW_EVENTS, betaDialect } from './calls/protocol/openaiBeta.js';
 import { orgaProtocol } from './calls/protocol/orga.js';
 import type { SessionDefaults } from './session/session.js';
 import { TurnKeySecrets } from './ice/turnKeySecrets.js';
@@ -196,7 +196,9 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   const calls = new CallManager({
     conversations: store.conversations,
     agentFor: (model) => agents.registry.factoryFor(model),
-    protocols: { orga: orgaProtocol, openai: openAiProtocol(sessionDefaults), 'openai-beta': betaDialect(openAiProtocol(sessionDefaults)) },
+    protocols: { orga: orgaProtocol, openai: openAiProtocol(sessionDefaults), 'openai-beta': betaDialect(openAiProtocol(sessionDefaults)),
+      'openai-azure': betaDialect(openAiProtocol(sessionDefaults), AZURE_PREVIEW_EVENTS),
+    },
     timeouts: {
       connectTimeoutMs: config.CALL_CONNECT_TIMEOUT_MS,
       idleTimeoutMs: config.CALL_IDLE_TIMEOUT_MS,

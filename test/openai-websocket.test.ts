@@ -173,6 +173,27 @@ describe('OpenAI Realtime over WebSocket (openai OpenAIRealtimeWS, TLS)', () => 
     }
   });
 
+  test('the cancel window: response.cancel at the first audio delta stops the reply (response.done cancelled), the audio paced in pieces', async () => {
+    const s = await open(server.baseUrl, server.devKey, ca);
+    try {
+      let cancelled = false;
+      s.rt.on('response.output_audio.delta', () => {
+        if (cancelled) return;
+        cancelled = true;
+        s.rt.send({ type: 'response.cancel' });
+      });
+      s.rt.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Who are you?' }] } });
+      s.rt.send({ type: 'response.create' });
+      const done = await waitFor(s, 'response.done');
+      assert.equal(done.response.status, 'cancelled', JSON.stringify(done.response.status_details));
+      assert.ok(!s.events.some((e) => e.type === 'error'), 'the cancel was not refused');
+      const deltas = s.events.filter((e) => e.type === 'response.output_audio.delta');
+      assert.ok(deltas.every((e) => Buffer.from(e.delta, 'base64').length <= 4800), 'deltas of 100 ms (24 kHz PCM16) at most');
+    } finally {
+      s.close();
+    }
+  });
+
   test('with an ek_ client secret: a spoken question at real-time pace is transcribed and answered aloud', async () => {
     const openai = new OpenAI({ apiKey: server.devKey, baseURL: `${server.baseUrl}/v1`, fetchOptions: { dispatcher: new Agent({ connect: { ca } }) } as never });
     const secret = await openai.realtime.clientSecrets.create({
@@ -254,8 +275,9 @@ describe('a client that stops reading; a token past its calls', () => {
   let dir: string;
   let ca: string;
   before(async () => {
-    // A small backlog bound, and replies as fast as the client asks (it asks for many on purpose).
-    ({ server, ca, dir } = await startTlsServer({ WEBSOCKET_MAX_UNSENT_BYTES: String(64 * 1024), CALL_REPLIES_PER_SECOND: '100', RATE_LIMIT_CALLS_PER_TOKEN: '1' }));
+    // A small backlog bound, and replies as fast as the client asks (it asks for many on purpose),
+    // their audio sent as it is synthesised (paced, the backlog would grow at real-time rate only).
+    ({ server, ca, dir } = await startTlsServer({ WEBSOCKET_MAX_UNSENT_BYTES: String(64 * 1024), CALL_REPLIES_PER_SECOND: '100', RATE_LIMIT_CALLS_PER_TOKEN: '1', WEBSOCKET_AUDIO_LEAD_MS: '0' }));
   });
   after(async () => {
     await server?.stop();

@@ -15,6 +15,9 @@ import type { Metrics } from '../observability/metrics.js';
 import type { StageTimings } from '../session/events.js';
 import { createVoiceStages, type VoiceStages } from './stages.js';
 import { voiceAgentFactory } from './voiceAgent.js';
+import { mcpConnector } from './mcp/connector.js';
+import { hostResolver } from '../system/hostResolver.js';
+import { OutboundPolicy } from '../system/outboundPolicy.js';
 
 export interface Agents {
   registry: AgentRegistry;
@@ -68,6 +71,15 @@ export function createAgents(config: Config, log: FastifyBaseLogger, metrics?: M
       },
       modelFor: (session: Session) => models.get(registry.engineOf(session.model) as (typeof VOICE_ENGINES)[number]) ?? offlineModel,
       onTimings: (model, timings) => metrics && observeTimings(metrics, model, timings),
+      // MCP servers are held to the addresses webhooks may reach.
+      mcp: mcpConnector(
+        {
+          policy: new OutboundPolicy(config.WEBHOOK_ALLOWED_CIDRS, 'WEBHOOK_ALLOWED_CIDRS'),
+          resolve: hostResolver(config.WEBHOOK_DNS_SERVERS),
+          ownListeners: async () => (config.PORT ? [{ host: config.HOST, port: config.PORT }] : []),
+        },
+        { timeoutMs: config.MCP_TIMEOUT_MS, maxOutputBytes: config.MCP_MAX_OUTPUT_BYTES },
+      ),
     });
     for (const [engine, model] of models) if (model) registry.register(engine, voice);
   }

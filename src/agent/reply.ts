@@ -4,11 +4,12 @@
 // before it is wanted (`held`): it generates and synthesises, but nothing of it is seen — no event,
 // no item, no audio — until it is released, in order, or discarded without a trace.
 import { randomId } from '../system/ids.js';
-import { itemText, newItemId, type FunctionCallItem, type Item, type MessageItem } from '../session/conversation.js';
+import { itemText, newItemId, type FunctionCallItem, type Item, type McpApprovalRequestItem, type McpCallItem, type MessageItem } from '../session/conversation.js';
 import type { ResponseInfo, ResponseStatus, StageTimings } from '../session/events.js';
 import type { ToolChoice, ToolDefinition } from '../session/tools.js';
 import { toChatMessages } from './llm/messages.js';
 import type { ReplyModel } from './llm/types.js';
+import type { McpHub } from './mcp/hub.js';
 import type { VoiceStages } from './stages.js';
 import type { SpokenChunk } from './tts/types.js';
 import type { AgentContext } from './types.js';
@@ -41,11 +42,24 @@ export interface ReplyOptions {
   voiceEndedAt?: number;
   /** Audio of the reply is being written: the agent tracks playback. */
   onAudio(): void;
+  /** What the reply waits for before it reads the conversation (transcriptions under way). */
+  after?: Promise<unknown>;
   /** Prepare only: nothing is emitted, added or played until release(). */
   held?: boolean;
   /** Reports stage timings once the first audio is out. */
   onTimings?(timings: StageTimings): void;
+  /** The call's MCP servers: their tools are offered, and the model's calls of them made here. */
+  mcp?: McpHub;
 }
+
+/** An MCP tool call the model is making (arguments as they stream). */
+interface PendingMcpCall {
+  name: string;
+  arguments: string;
+}
+
+/** Rounds of generation a reply makes at most (each after MCP calls, to read their answers). */
+const MAX_MCP_ROUNDS = 4;
 
 const APOLOGY = "Sorry, I couldn't come up with an answer just now. Please try again.";
 
@@ -72,10 +86,15 @@ export class Reply {
   /** While held: what the reply did, to be done for real on release. */
   private heldEffects: (() => void)[] | undefined;
   private settle: (info: ResponseInfo) => void = () => {};
+  /** Resolves when a held reply is released or discarded (at once for one never held). */
+  private readonly released: Promise<void>;
+  private release_: () => void = () => {};
 
   constructor(private readonly opts: ReplyOptions) {
     this.done = new Promise((resolve) => (this.settle = resolve));
+    this.released = new Promise((resolve) => (this.release_ = resolve));
     if (opts.held) this.heldEffects = [];
+    else this.release_();
   }
 
   /** Whether it is still being prepared unseen. */
@@ -91,6 +110,7 @@ export class Reply {
     this.opts.voiceEndedAt = voiceEndedAt;
     this.heldEffects = undefined;
     for (const effect of effects) effect();
+    this.release_();
   }
 
   /** A held reply that is not wanted: it stops, and nothing of it was ever seen. */
@@ -98,6 +118,7 @@ export class Reply {
     if (!this.heldEffects) return;
     this.heldEffects = undefined;
     this.abort.abort();
+    this.release_();
     this.status = 'cancelled';
     this.settle(this.info());
   }
@@ -171,10 +192,15 @@ export class Reply {
   private async run(): Promise<void> {
     const { ctx, settings } = this.opts;
     const signal = this.abort.signal;
+    if (this.opts.after) await this.opts.after;
+    if (signal.aborted) return;
     const startedAt = performance.now();
     let firstTokenAt: number | undefined;
     const calls = new Map<number, FunctionCallItem>();
-    const messages = toChatMessages(this.opts.input ?? ctx.conversation.items);
+    const base = [...(this.opts.input ?? ctx.conversation.items)];
+    let messages = toChatMessages(base);
+    const mcp = this.opts.mcp;
+    const tools = mcp ? [...settings.tools, ...mcp.tools().filter((t) => !settings.tools.some((f) => f.name === t.name))] : settings.tools;
 
     // The speaker reads the reply's text as it is generated.
     const speaker = settings.audio ? this.opts.speaker(settings.voice, signal) : undefined;
@@ -188,34 +214,53 @@ export class Reply {
     };
 
     let failure: Error | undefined;
-    try {
-      for await (const chunk of this.opts.model.reply({
-        messages,
-        instructions: settings.instructions,
-        temperature: settings.temperature,
-        tools: settings.tools,
-        toolChoice: settings.toolChoice,
-        ...(settings.maxOutputTokens ? { maxOutputTokens: settings.maxOutputTokens } : {}),
-        signal,
-      })) {
+    // A round of generation; after MCP calls, another that reads their answers (a few at most).
+    for (let round = 0; round < MAX_MCP_ROUNDS; round++) {
+      const mcpCalls: PendingMcpCall[] = [];
+      try {
+        for await (const chunk of this.opts.model.reply({
+          messages,
+          instructions: settings.instructions,
+          temperature: settings.temperature,
+          tools,
+          toolChoice: round > 0 && typeof settings.toolChoice !== 'string' ? 'auto' : settings.toolChoice,
+          ...(settings.maxOutputTokens ? { maxOutputTokens: settings.maxOutputTokens } : {}),
+          signal,
+        })) {
+          if (signal.aborted) return;
+          firstTokenAt ??= performance.now();
+          if (chunk.type === 'text') say(chunk.delta);
+          else if (chunk.type === 'usage') this.usage = { inputTokens: chunk.inputTokens, outputTokens: chunk.outputTokens };
+          else if (!calls.has(chunk.index) && (mcpCalls[chunk.index] || (chunk.name && mcp?.serverOf(chunk.name) && !settings.tools.some((t) => t.name === chunk.name)))) {
+            // A call of an MCP server's tool: made here, not the client's to make.
+            const pending = (mcpCalls[chunk.index] ??= { name: chunk.name ?? '', arguments: '' });
+            pending.arguments += chunk.argumentsDelta;
+          } else this.onToolCallChunk(calls, chunk);
+        }
+      } catch (err) {
         if (signal.aborted) return;
-        firstTokenAt ??= performance.now();
-        if (chunk.type === 'text') say(chunk.delta);
-        else if (chunk.type === 'usage') this.usage = { inputTokens: chunk.inputTokens, outputTokens: chunk.outputTokens };
-        else this.onToolCallChunk(calls, chunk);
+        failure = err as Error;
+        const message = `The language model failed: ${failure.message}`;
+        this.out(() => ctx.emit({ type: 'stage.failed', stage: 'llm', code: 'model_error', message, recoverable: true, cause: failure }));
+        // The caller hears that something went wrong rather than silence.
+        if (!this.text) say(APOLOGY);
       }
-    } catch (err) {
       if (signal.aborted) return;
-      failure = err as Error;
-      const message = `The language model failed: ${failure.message}`;
-      this.out(() => ctx.emit({ type: 'stage.failed', stage: 'llm', code: 'model_error', message, recoverable: true, cause: failure }));
-      // The caller hears that something went wrong rather than silence.
-      if (!this.text) say(APOLOGY);
+      let answered = false;
+      for (const pending of mcpCalls.filter(Boolean)) answered = (await this.runMcpCall(pending)) || answered;
+      if (signal.aborted) return;
+      if (!answered || failure || calls.size) break;
+      messages = toChatMessages([...base, ...this.output]);
     }
     speaker?.end();
     if (signal.aborted) return;
     for (const call of calls.values()) this.finishToolCall(call);
     await speech;
+    // Paced out (a WebSocket): the reply is in progress until its last audio is sent.
+    if (speaker && ctx.audio.sent) {
+      await this.released;
+      await ctx.audio.sent();
+    }
     if (signal.aborted) return;
     this.usage ??= { inputTokens: messages.reduce((n, m) => n + estimateTokens(m.content), 0), outputTokens: estimateTokens(this.text) };
     this.closeOutput('completed');
@@ -305,6 +350,65 @@ export class Reply {
       ctx.emit({ type: 'response.output_item.done', responseId: this.id, outputIndex, item: done });
       if (this.opts.inConversation) ctx.emit({ type: 'item.done', item: done, previousItemId: ctx.conversation.previousOf(call.id) });
     });
+  }
+
+  /**
+   * An MCP call the model made: asked for first when the server requires approval (an
+   * mcp_approval_request item; the reply then ends), refused when the client declined, or made —
+   * its arguments, progress and answer announced. True when the model has an answer to read.
+   */
+  private async runMcpCall(pending: PendingMcpCall): Promise<boolean> {
+    const { ctx } = this.opts;
+    const hub = this.opts.mcp!;
+    const server = hub.serverOf(pending.name)!;
+    const decision = hub.decide(server, pending.name);
+    if (decision.kind === 'ask') {
+      const request: McpApprovalRequestItem = { id: newItemId(), type: 'mcp_approval_request', status: 'completed', serverLabel: server.label, name: pending.name, arguments: pending.arguments };
+      this.addOutput(request);
+      const outputIndex = this.indexOf(request);
+      const done = snapshot(request);
+      this.out(() => {
+        ctx.emit({ type: 'response.output_item.done', responseId: this.id, outputIndex, item: done });
+        if (this.opts.inConversation) ctx.emit({ type: 'item.done', item: done, previousItemId: ctx.conversation.previousOf(request.id) });
+      });
+      return false;
+    }
+    // Nothing is done on a server while the reply is only prepared.
+    await this.released;
+    if (this.abort.signal.aborted) return false;
+    const call: McpCallItem = {
+      id: newItemId(),
+      type: 'mcp_call',
+      status: 'in_progress',
+      serverLabel: server.label,
+      name: pending.name,
+      arguments: pending.arguments,
+      approvalRequestId: decision.approvalRequestId,
+      output: null,
+      error: null,
+    };
+    this.addOutput(call);
+    const outputIndex = this.indexOf(call);
+    const ids = { responseId: this.id, itemId: call.id, outputIndex };
+    ctx.emit({ type: 'response.mcp_call_arguments.delta', ...ids, delta: call.arguments });
+    ctx.emit({ type: 'response.mcp_call_arguments.done', ...ids, arguments: call.arguments });
+    ctx.emit({ type: 'response.mcp_call', phase: 'in_progress', ...ids });
+    if (decision.kind === 'denied') call.error = `The user denied this call: ${decision.reason}`;
+    else {
+      try {
+        call.output = await hub.call(server, call.name, call.arguments, this.abort.signal);
+      } catch (err) {
+        if (this.abort.signal.aborted) return false;
+        call.error = (err as Error).message;
+      }
+    }
+    if (this.abort.signal.aborted) return false;
+    call.status = call.error ? 'incomplete' : 'completed';
+    ctx.emit({ type: 'response.mcp_call', phase: call.error ? 'failed' : 'completed', ...ids });
+    const done = snapshot(call);
+    ctx.emit({ type: 'response.output_item.done', responseId: this.id, outputIndex, item: done });
+    if (this.opts.inConversation) ctx.emit({ type: 'item.done', item: done, previousItemId: ctx.conversation.previousOf(call.id) });
+    return true;
   }
 
   /** A new output item: in the conversation (unless out of band) and announced. */

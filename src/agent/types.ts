@@ -74,6 +74,11 @@ export interface Agent {
   commitInput(): Refusal;
   /** Forgets the caller's audio not yet committed. */
   clearInput(): void;
+  /**
+   * Transcribes audio a client put inside a user item (conversation.item.create): the item's
+   * transcript is set, and a reply asked for meanwhile answers it. 16-bit PCM at inputSampleRate.
+   */
+  transcribeItem?(itemId: string, pcm: Int16Array): void;
   close(): void;
 }
 

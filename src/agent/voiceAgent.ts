@@ -13,6 +13,8 @@ import type { StageTimings } from '../session/events.js';
 import type { Session } from '../session/session.js';
 import type { ReplyModel } from './llm/types.js';
 import { Ears } from './ears.js';
+import type { McpConnector } from './mcp/connector.js';
+import { McpHub } from './mcp/hub.js';
 import { Reply } from './reply.js';
 import type { VoiceStages } from './stages.js';
 import type { RecognitionStream } from './stt/types.js';
@@ -37,6 +39,8 @@ export interface VoiceAgentDeps {
   keyframeWaitMs?: number;
   /** A camera picture was decoded in `ms` (from the key frame request), or put in a user message (metrics). */
   onPicture?(event: { decodedMs: number } | { sent: true }): void;
+  /** Connects to the MCP servers sessions name (absent: MCP tools fail to list, saying so). */
+  mcp?: McpConnector;
 }
 
 /** A caller's turn in progress. */
@@ -52,6 +56,12 @@ interface Turn {
   prepared?: { reply: Reply; transcript: string };
   /** The camera's picture for this turn, asked for at its first pause or at its end. */
   picture?: Promise<StillImage | undefined>;
+  /** The transcript sent so far as deltas (recognised parts; the completed transcript extends it). */
+  said: string;
+  /** Abandoned (a new turn started, the input was cleared): its parts send no deltas. */
+  dropped: boolean;
+  /** Settles once the parts recognised so far have been said. */
+  saying: Promise<void>;
 }
 
 const joinParts = (texts: string[]) => texts.map((t) => t.trim()).filter(Boolean).join(' ');
@@ -79,6 +89,14 @@ export class VoiceAgent implements Agent {
   private readonly ears = new Ears(INPUT_RATE);
   /** The caller's camera, while the call has one and the session's modalities include video. */
   private readonly camera: Camera | undefined;
+  /** The session's MCP servers, listed and called. */
+  private readonly mcp: McpHub;
+  /**
+   * Transcriptions under way (committed turns, audio items): a reply started now answers the
+   * conversation once they are done, as OpenAI answers the committed audio (push-to-talk clients
+   * send commit and response.create together).
+   */
+  private readonly transcribing = new Set<Promise<void>>();
 
   constructor(
     ctx: AgentContext,
@@ -98,6 +116,8 @@ export class VoiceAgent implements Agent {
             failed: (code, message, cause) => ctx.emit({ type: 'stage.failed', stage: 'vision', code, message, recoverable: true, ...(cause ? { cause } : {}) }),
           })
         : undefined;
+    this.mcp = new McpHub(this.ctx, deps.mcp);
+    this.mcp.sync(this.session.mcpServers ?? []);
     this.setUpNoiseReduction();
     this.setUpTurnDetection();
     // A playback cut short was ended by whoever cleared it (stopReply).
@@ -137,6 +157,7 @@ export class VoiceAgent implements Agent {
   onSessionUpdate(session: Session): void {
     const before = this.session;
     this.session = session;
+    if (before.mcpServers !== session.mcpServers) this.mcp.sync(session.mcpServers ?? []);
     if (before.noiseReduction !== session.noiseReduction) this.setUpNoiseReduction();
     if ((before.turnDetection.type === 'none') !== (session.turnDetection.type === 'none')) this.setUpTurnDetection();
     else this.detector?.configure(this.endpointing());
@@ -158,12 +179,17 @@ export class VoiceAgent implements Agent {
   private endpointing(): EndpointingOptions {
     const td = this.session.turnDetection;
     const prepare = this.deps.prepareReplyAfterMs ?? 0;
-    // A reply is prepared only when the turn's end will start one, and before that end comes.
-    const pauseMs = td.createResponse && prepare > 0 && prepare < td.silenceMs ? prepare : undefined;
+    // A reply is prepared only when the turn's end will start one, and before that end comes; a
+    // transcription session's pauses send what was said so far (deltas).
+    const pausing = td.createResponse || this.session.kind === 'transcription';
+    const pauseMs = pausing && prepare > 0 && prepare < td.silenceMs ? prepare : undefined;
     return { threshold: td.threshold, prefixPaddingMs: td.prefixPaddingMs, silenceMs: td.silenceMs, ...(pauseMs ? { pauseMs } : {}) };
   }
 
   createResponse(request: ResponseRequest = {}): Refusal {
+    if (this.session.kind === 'transcription') {
+      return { ok: false, code: 'invalid_value', message: 'A transcription session transcribes the caller and makes no responses.' };
+    }
     if (this.reply?.generating) {
       return { ok: false, code: 'conversation_already_has_active_response', message: `Response ${this.reply.id} is in progress; cancel it or wait for response.done.` };
     }
@@ -191,13 +217,44 @@ export class VoiceAgent implements Agent {
     const turn = this.manual;
     if (!turn) return { ok: false, code: 'input_audio_buffer_commit_empty', message: 'There is no audio to commit.' };
     this.manual = undefined;
-    void this.finishTurn(turn, this.inputMs, this.inputMs, performance.now());
+    this.track(this.finishTurn(turn, this.inputMs, this.inputMs, performance.now(), true));
     return { ok: true };
+  }
+
+  transcribeItem(itemId: string, pcm: Int16Array): void {
+    const recognition = this.deps.stages.recognizer.start();
+    recognition.write(this.ears.forRecognizer(pcm));
+    const { ctx } = this;
+    const transcribed = recognition.finish().then(
+      (text) => {
+        const transcript = text.trim();
+        const item = ctx.conversation.get(itemId);
+        if (this.closed || item?.type !== 'message') return;
+        const part = item.content.find((c) => c.type === 'input_audio');
+        if (part?.type === 'input_audio') part.transcript = transcript;
+        if (!this.session.transcribeInput) return;
+        if (transcript) ctx.emit({ type: 'transcription.delta', itemId, delta: transcript });
+        ctx.emit({ type: 'transcription.completed', itemId, transcript });
+      },
+      (err: Error) => {
+        if (!this.closed) ctx.emit({ type: 'transcription.failed', itemId, message: err.message });
+      },
+    );
+    this.track(transcribed);
+  }
+
+  /** A transcription under way, until it is done. */
+  private track(transcription: Promise<void>): void {
+    this.transcribing.add(transcription);
+    void transcription.finally(() => this.transcribing.delete(transcription));
   }
 
   clearInput(): void {
     this.turn?.prepared?.reply.discard();
-    for (const turn of [this.manual, this.turn]) turn?.recognition.abort();
+    for (const turn of [this.manual, this.turn]) {
+      turn?.recognition.abort();
+      if (turn) turn.dropped = true;
+    }
     this.manual = undefined;
     this.turn = undefined;
     this.detector?.reset();
@@ -218,6 +275,7 @@ export class VoiceAgent implements Agent {
     this.detector = undefined;
     this.ears.close();
     this.camera?.close();
+    this.mcp.close();
   }
 
   private setUpTurnDetection(): void {
@@ -232,7 +290,7 @@ export class VoiceAgent implements Agent {
       speechStopped: (audioEndMs, speechEndMs) => {
         const turn = this.turn;
         this.turn = undefined;
-        if (turn) void this.finishTurn(turn, audioEndMs, speechEndMs, performance.now());
+        if (turn) this.track(this.finishTurn(turn, audioEndMs, speechEndMs, performance.now(), false));
       },
       error: (err) => {
         // The window counts as silence and detection goes on.
@@ -242,21 +300,28 @@ export class VoiceAgent implements Agent {
   }
 
   private startTurn(): Turn {
-    const turn: Turn = { itemId: newItemId(), recognition: this.deps.stages.recognizer.start(), parts: [], paused: false };
-    let said = '';
-    turn.recognition.onPartial((text) => {
-      // Deltas only extend what was said; a recogniser that revises itself is reported at the end.
-      if (!this.session.transcribeInput || !text.startsWith(said) || text === said) return;
-      this.ctx.emit({ type: 'transcription.delta', itemId: turn.itemId, delta: text.slice(said.length) });
-      said = text;
-    });
-    return turn;
+    return { itemId: newItemId(), recognition: this.deps.stages.recognizer.start(), parts: [], paused: false, said: '', dropped: false, saying: Promise.resolve() };
+  }
+
+  /**
+   * A part of the turn was recognised (at a pause): its words go out as a transcription delta. Deltas
+   * append — their concatenation is the completed transcript, as OpenAI's — so only final words are
+   * sent (a recogniser's partial guesses are revised, e.g. "what time is it" → "what time it now"):
+   * each part as it is recognised, the rest when the turn ends.
+   */
+  private sayPart(turn: Turn, text: string): void {
+    const words = text.trim();
+    if (!words || turn.dropped || this.closed || !this.session.transcribeInput) return;
+    const delta = turn.said ? ` ${words}` : words;
+    turn.said += delta;
+    this.ctx.emit({ type: 'transcription.delta', itemId: turn.itemId, delta });
   }
 
   private onSpeechStarted(audioStartMs: number, preroll: Int16Array): void {
     clearTimeout(this.idleTimer);
     this.turn?.recognition.abort();
     this.turn?.prepared?.reply.discard();
+    if (this.turn) this.turn.dropped = true;
     this.turn = this.startTurn();
     this.camera?.turnDone();
     this.ctx.emit({ type: 'input.speech_started', itemId: this.turn.itemId, audioStartMs: Math.round(audioStartMs) });
@@ -273,7 +338,10 @@ export class VoiceAgent implements Agent {
     const turn = this.turn;
     if (!turn || turn.paused) return;
     turn.paused = true;
-    turn.parts.push(turn.recognition.finish());
+    const part = turn.recognition.finish();
+    turn.parts.push(part);
+    // Parts are said in order, each after the one before (a failed part is reported when the turn ends).
+    turn.saying = turn.saying.then(() => part).then((text) => this.sayPart(turn, text), () => {});
     // What follows the pause (silence, or more speech) goes to a recognition of its own.
     turn.recognition = this.deps.stages.recognizer.start();
     const parts = [...turn.parts];
@@ -281,7 +349,7 @@ export class VoiceAgent implements Agent {
     Promise.all([Promise.all(parts), picture]).then(
       ([texts, image]) => {
         const transcript = joinParts(texts);
-        if (this.closed || this.turn !== turn || !turn.paused || turn.prepared || !transcript) return;
+        if (this.closed || this.turn !== turn || !turn.paused || turn.prepared || !transcript || !this.session.turnDetection.createResponse) return;
         const user: MessageItem = { id: turn.itemId, type: 'message', role: 'user', status: 'completed', content: withPicture([{ type: 'input_audio', transcript }], image) };
         turn.prepared = { transcript, reply: this.startReply({}, {}, user) };
       },
@@ -317,13 +385,16 @@ export class VoiceAgent implements Agent {
     return dropped;
   }
 
-  /** The caller's turn ended: it becomes a user item, is transcribed, and answered. */
-  private async finishTurn(turn: Turn, audioEndMs: number, speechEndMs: number, stoppedAt: number): Promise<void> {
+  /**
+   * The caller's turn ended: it becomes a user item, is transcribed, and answered. `committed`: the
+   * client ended it (no turn detection), so there was no speech_started to stop.
+   */
+  private async finishTurn(turn: Turn, audioEndMs: number, speechEndMs: number, stoppedAt: number, committed: boolean): Promise<void> {
     const { ctx } = this;
     // Audio that arrived after the speech ended is the time the end-of-turn rule waited.
     const waitMs = Math.max(0, this.inputMs - speechEndMs);
     const voiceEndedAt = stoppedAt - waitMs;
-    ctx.emit({ type: 'input.speech_stopped', itemId: turn.itemId, audioEndMs: Math.round(audioEndMs) });
+    if (!committed) ctx.emit({ type: 'input.speech_stopped', itemId: turn.itemId, audioEndMs: Math.round(audioEndMs) });
     const item: MessageItem = { id: turn.itemId, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: null }] };
     const placed = ctx.conversation.add(item);
     const previousItemId = placed.ok ? placed.previousItemId : null;
@@ -339,6 +410,7 @@ export class VoiceAgent implements Agent {
     let image: StillImage | undefined;
     try {
       [transcript, image] = await Promise.all([Promise.all(parts).then(joinParts), picture]);
+      await turn.saying;
     } catch (err) {
       turn.prepared?.reply.discard();
       if (this.closed) return;
@@ -359,7 +431,14 @@ export class VoiceAgent implements Agent {
       this.deps.onPicture?.({ sent: true });
       this.forgetOldPictures();
     }
-    if (this.session.transcribeInput) ctx.emit({ type: 'transcription.completed', itemId: item.id, transcript });
+    if (this.session.transcribeInput) {
+      // What the deltas have not said yet (all of it when the recogniser revised what they said).
+      if (transcript.startsWith(turn.said) && transcript.length > turn.said.length) {
+        const rest = transcript.slice(turn.said.length);
+        ctx.emit({ type: 'transcription.delta', itemId: item.id, delta: rest });
+      }
+      ctx.emit({ type: 'transcription.completed', itemId: item.id, transcript });
+    }
     ctx.emit({ type: 'item.done', item, previousItemId: ctx.conversation.previousOf(item.id) });
     ctx.turnCompleted({ role: 'user', text: transcript, ...(image ? { image: `data:image/jpeg;base64,${image.thumbnail.toString('base64')}` } : {}) });
     // The caller went on speaking: the reply waits for the end of that turn and answers both.
@@ -415,6 +494,10 @@ export class VoiceAgent implements Agent {
         audio: modalities.includes('audio'),
       },
       inConversation: request.conversation !== 'none',
+      // A reply asked for while a turn or an audio item is being transcribed answers its words; one
+      // started while MCP servers are being listed can call their tools.
+      after: Promise.allSettled([...(heldFor ? [] : this.transcribing), this.mcp.ready()]),
+      mcp: this.mcp,
       ...(heldFor ? { held: true, input: [...this.ctx.conversation.items, heldFor] } : request.input ? { input: request.input } : {}),
       ...(request.metadata !== undefined ? { metadata: request.metadata } : {}),
       timings: measured.timings ?? {},

@@ -9,6 +9,8 @@ import type { CallEvent, RecordingStopReason } from '../session/events.js';
 import type { Session } from '../session/session.js';
 import { SAMPLE_RATE } from '../media/audio/format.js';
 import type { StillImage } from '../media/stillImage.js';
+import { StreamResampler } from '../media/audio/resample.js';
+import { WIRE_RATE, decodeWireAudio } from '../media/audio/wireAudio.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
 import { AgentHost } from './agentHost.js';
 import { CallMeter, type CallFigures } from './callFigures.js';
@@ -212,11 +214,17 @@ export class Call implements CallControl {
     return agent.decodeImage(bytes);
   }
 
-  addItem(item: Item, after?: string | null): PlaceResult {
+  addItem(item: Item, after?: string | null, audio?: string): PlaceResult {
     const placed = this.conversation.add(item, after);
     if (!placed.ok) return placed;
     this.emit({ type: 'item.added', item, previousItemId: placed.previousItemId });
     this.emit({ type: 'item.done', item, previousItemId: placed.previousItemId });
+    if (audio && this.host.agent.transcribeItem) {
+      // The item's audio in the session's input format, at the rate the agent hears.
+      const encoding = this.current.inputAudio ?? 'pcm16';
+      const pcm = new StreamResampler(WIRE_RATE[encoding], this.inputRate).push(decodeWireAudio(Buffer.from(audio, 'base64'), encoding));
+      this.host.agent.transcribeItem(item.id, pcm);
+    }
     if (item.type === 'message' && (item.role === 'user' || item.role === 'assistant')) {
       const text = itemText(item);
       const turn = { role: item.role, text };
@@ -248,6 +256,11 @@ export class Call implements CallControl {
 
   cancelResponse(): boolean {
     return this.host.agent.cancelResponse();
+  }
+
+  rateLimits(): { name: string; limit: number; remaining: number; reset_seconds: number }[] {
+    const replies = this.replyRate.state();
+    return [{ name: 'requests', limit: replies.limit, remaining: replies.remaining, reset_seconds: replies.resetSeconds }];
   }
 
   clearOutputAudio(): void {

@@ -171,6 +171,7 @@ export class CallMeter {
       get queuedMs() {
         return out.queuedMs;
       },
+      ...(out.sent ? { sent: () => out.sent!() } : {}),
       onPlayback: (listener) => out.onPlayback(listener),
     };
   }

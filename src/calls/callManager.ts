@@ -7,7 +7,7 @@ import type { AgentFactory, ConversationTurn } from '../agent/types.js';
 import { randomId } from '../system/ids.js';
 import type { Metrics } from '../observability/metrics.js';
 import { Conversation, newItemId } from '../session/conversation.js';
-import type { Session } from '../session/session.js';
+import { withoutSecrets, type Session } from '../session/session.js';
 import type { ConversationStore } from '../storage/conversations.js';
 import { CallCapacityExceeded, type Admission } from './admission.js';
 import { Call, type CallObserver, type CallRates } from './call.js';
@@ -132,7 +132,7 @@ export class CallManager {
         throw err;
       }
       try {
-        await this.opts.conversations.create({ id, apiKeyId: req.apiKeyId, threadId, endUser: req.endUser, params: req.session, nodeId: this.opts.nodeId, transport: call.transportKind, recorded: await recorded });
+        await this.opts.conversations.create({ id, apiKeyId: req.apiKeyId, threadId, endUser: req.endUser, params: withoutSecrets(req.session), nodeId: this.opts.nodeId, transport: call.transportKind, recorded: await recorded });
       } catch (err) {
         // No record, no call (the client gets 503 and retries).
         void call.end('not_recorded', 'failed');

@@ -4,7 +4,7 @@
 // end is awaited (a drain waits for it).
 import type { FastifyBaseLogger } from 'fastify';
 import type { ConversationTurn } from '../agent/types.js';
-import type { Session } from '../session/session.js';
+import { withoutSecrets, type Session } from '../session/session.js';
 import type { ConversationStore } from '../storage/conversations.js';
 import type { Call, CallObserver } from './call.js';
 
@@ -27,7 +27,7 @@ export class CallRecord implements CallObserver {
   }
 
   sessionChanged(_call: Call, session: Session): void {
-    this.write('session not recorded', () => this.store.updateParams(this.id, session));
+    this.write('session not recorded', () => this.store.updateParams(this.id, withoutSecrets(session)));
   }
 
   turn(call: Call, turn: ConversationTurn): void {

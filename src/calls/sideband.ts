@@ -103,11 +103,12 @@ export class Sidebands {
         call.updateSession(next);
       },
       decodeImage: (bytes) => call.decodeImage(bytes),
-      addItem: (item, after) => call.addItem(item, after),
+      addItem: (item, after, audio) => call.addItem(item, after, audio),
       deleteItem: (id) => call.deleteItem(id),
       truncateItem: (id, ms) => call.truncateItem(id, ms),
       createResponse: (request) => call.createResponse(request),
       cancelResponse: () => call.cancelResponse(),
+      rateLimits: () => call.rateLimits?.() ?? [],
       clearOutputAudio: () => call.clearOutputAudio(),
       appendInputAudio: () => false,
       commitInput: () => call.commitInput(),

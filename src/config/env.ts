@@ -245,6 +245,11 @@ export const settings = {
     default: String(8 * 1024 * 1024),
     parse: int(64 * 1024, 1024 * 1024 * 1024),
   },
+  WEBSOCKET_AUDIO_LEAD_MS: {
+    doc: "How far ahead of the client's playback a WebSocket session's reply audio is sent: the audio deltas go out in 100 ms pieces, as a real-time service produces them, at most this much ahead of what the client has played, and the response stays in progress until its last piece is sent (so a response.cancel during the reply cancels it). 0: every piece as soon as it is synthesised (the response may be done before the client hears it).",
+    default: '500',
+    parse: int(0, 60_000),
+  },
   TLS_CERT_FILE: {
     doc: 'PEM certificate chain: with TLS_KEY_FILE, Parley serves HTTPS and WSS on PORT (OpenAI\'s WebSocket clients open only wss:, browsers need a secure origin for the microphone). Unset: plain HTTP (put a TLS-terminating proxy in front).',
     parse: pemFile,
@@ -690,6 +695,16 @@ export const settings = {
   WEBHOOK_POLL_MS: { doc: "How often each node looks in the store for webhook deliveries due (another node's, or retries); its own events are sent at once.", default: '500', parse: int(50, 60_000) },
   WEBHOOK_CONCURRENCY: { doc: 'Webhook requests one node has in flight at once (one per endpoint at a time, so a slow receiver does not hold up the others).', default: '8', parse: int(1, 256) },
   ECHO_DELAY_MS: { doc: "Delay before the audio-echo agent plays the caller's audio back.", default: '200', parse: int(0, 5000) },
+  MCP_TIMEOUT_MS: {
+    doc: "Time each request to a session's MCP server may take (connecting, listing its tools, one call of a tool); past it the listing or the call fails (mcp_list_tools.failed, response.mcp_call.failed) and the call goes on. MCP servers' addresses follow WEBHOOK_ALLOWED_CIDRS and WEBHOOK_DNS_SERVERS: no internal address unless allowed there.",
+    default: '10000',
+    parse: int(100, 120_000),
+  },
+  MCP_MAX_OUTPUT_BYTES: {
+    doc: "The most of an MCP tool's answer (its text, in bytes) kept for the model and the client; the rest is cut, saying so.",
+    default: '16384',
+    parse: int(256, 1024 * 1024),
+  },
 } satisfies Record<string, Setting<unknown>>;
 
 type Settings = typeof settings;

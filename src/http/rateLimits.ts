@@ -129,7 +129,7 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, m
     else if (route.url === '/v1/realtime/client-secrets' || route.url === '/v1/realtime/client_secrets') attach(route, 'onRequest', [perIp], [perKey], form);
     // A WebSocket upgrade counts for its address before its credential is looked at (preValidation),
     // and a session for its token once that is known, before it is admitted (its preHandler).
-    else if (route.url === REALTIME_SOCKET_PATH) {
+    else if (REALTIME_SOCKET_PATHS.has(route.url)) {
       attach(route, 'onRequest', [lookupsPerIp], [], form);
       attach(route, 'preHandler', [perToken], [], form);
     }
@@ -138,8 +138,11 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, m
   });
 }
 
-/** OpenAI's Realtime WebSocket route: each session is a call, counted against its token like one. */
-const REALTIME_SOCKET_PATH = '/v1/realtime';
+/**
+ * OpenAI's Realtime WebSocket route (and Azure's form of it): each session is a call, counted against
+ * its token like one; the same path's POST is the earlier WebRTC route, a call as well.
+ */
+const REALTIME_SOCKET_PATHS = new Set(['/v1/realtime', '/openai/realtime']);
 
 /**
  * Whether a route has rate limits (429 with Retry-After) and in which error shape: its clients'.
@@ -148,7 +151,7 @@ const REALTIME_SOCKET_PATH = '/v1/realtime';
 export function rateLimitForm(route: Pick<RouteOptions, 'url' | 'method' | 'constraints'>): Form | undefined {
   const methods = [route.method].flat();
   if (KEY_LOOKUP_ROUTES.has(route.url)) return route.url.endsWith('/hangup') ? 'openai' : 'orga';
-  if (route.url === REALTIME_SOCKET_PATH && methods.includes('GET')) return 'openai';
+  if (REALTIME_SOCKET_PATHS.has(route.url) && (methods.includes('GET') || methods.includes('POST'))) return 'openai';
   if (!methods.includes('POST')) return undefined;
   if (route.url === '/v1/realtime/client-secrets') return 'orga';
   if (route.url === '/v1/realtime/client_secrets') return 'openai';

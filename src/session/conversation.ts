@@ -45,7 +45,51 @@ export interface FunctionCallOutputItem {
   output: string;
 }
 
-export type Item = MessageItem | FunctionCallItem | FunctionCallOutputItem;
+/** The tools an MCP server offers (OpenAI `mcp_list_tools`), listed when the session names the server. */
+export interface McpListToolsItem {
+  id: string;
+  type: 'mcp_list_tools';
+  status: ItemStatus;
+  serverLabel: string;
+  tools: { name: string; description?: string; inputSchema: Record<string, unknown> }[];
+}
+
+/** A call of an MCP server's tool the model made, and what it answered (`output`) or why it failed (`error`). */
+export interface McpCallItem {
+  id: string;
+  type: 'mcp_call';
+  status: ItemStatus;
+  serverLabel: string;
+  name: string;
+  arguments: string;
+  approvalRequestId: string | null;
+  output: string | null;
+  error: string | null;
+}
+
+/** The model wants to call a tool that needs the client's approval first. */
+export interface McpApprovalRequestItem {
+  id: string;
+  type: 'mcp_approval_request';
+  status: 'completed';
+  serverLabel: string;
+  name: string;
+  arguments: string;
+}
+
+/** The client's answer to an approval request. */
+export interface McpApprovalResponseItem {
+  id: string;
+  type: 'mcp_approval_response';
+  status: 'completed';
+  approvalRequestId: string;
+  approve: boolean;
+  reason: string | null;
+}
+
+export type McpItem = McpListToolsItem | McpCallItem | McpApprovalRequestItem | McpApprovalResponseItem;
+
+export type Item = MessageItem | FunctionCallItem | FunctionCallOutputItem | McpItem;
 
 /** A piece of an assistant item's audio and the words it speaks. */
 interface SpokenSegment {

@@ -56,6 +56,11 @@ export type CallEvent =
   | { type: 'response.function_call_arguments.delta'; responseId: string; itemId: string; outputIndex: number; callId: string; delta: string }
   | { type: 'response.function_call_arguments.done'; responseId: string; itemId: string; outputIndex: number; callId: string; name: string; arguments: string }
   | { type: 'response.audio.started'; responseId: string; itemId: string; timings: StageTimings }
+  // MCP tools: listing a server's tools, and a call of one during a response.
+  | { type: 'mcp.list_tools'; phase: 'in_progress' | 'completed' | 'failed'; itemId: string; message?: string }
+  | { type: 'response.mcp_call_arguments.delta'; responseId: string; itemId: string; outputIndex: number; delta: string }
+  | { type: 'response.mcp_call_arguments.done'; responseId: string; itemId: string; outputIndex: number; arguments: string }
+  | { type: 'response.mcp_call'; phase: 'in_progress' | 'completed' | 'failed'; responseId: string; itemId: string; outputIndex: number }
   /** All of the reply's audio has been produced (not yet all played). */
   | { type: 'response.audio.done'; responseId: string; itemId: string; outputIndex: number }
   | { type: 'response.output_item.done'; responseId: string; outputIndex: number; item: Item }

@@ -2,7 +2,7 @@
 // `params`/`session.update`, OpenAI's session object) reads into it and writes out of it.
 import type { AudioEncoding } from '../media/audio/wireAudio.js';
 import { DEFAULT_MODEL, DEFAULT_TEMPERATURE, DEFAULT_VOICE, type Modality } from './catalog.js';
-import type { ToolChoice, ToolDefinition } from './tools.js';
+import type { McpServer, ToolChoice, ToolDefinition } from './tools.js';
 
 /** When the caller's turn starts and ends, and what the agent does then (OpenAI `turn_detection`). */
 export interface TurnDetection {
@@ -41,9 +41,18 @@ export interface Session {
   /** Noise suppression of the caller's audio before turn detection and recognition (OpenAI `noise_reduction`); null: none. */
   noiseReduction: NoiseReduction | null;
   tools: ToolDefinition[];
+  /** Remote MCP servers whose tools the model may call (absent: none). */
+  mcpServers?: McpServer[];
   toolChoice: ToolChoice;
   /** Upper bound on a reply's tokens (null: no bound). */
   maxOutputTokens: number | null;
+  /**
+   * `transcription`: a transcription session (OpenAI `session.type: "transcription"`): the caller's
+   * turns are transcribed and nothing is answered. Absent: a conversation with the agent.
+   */
+  kind?: 'transcription';
+  /** Extra fields the client asked to be included (OpenAI `include`), kept and echoed. */
+  include?: string[];
   /** How audio carried inside events (a WebSocket session's) is encoded each way; absent: pcm16. WebRTC carries Opus whatever these say. */
   inputAudio?: AudioEncoding;
   outputAudio?: AudioEncoding;
@@ -75,4 +84,10 @@ export function defaultSession(defaults: SessionDefaults): Session {
     toolChoice: 'auto',
     maxOutputTokens: null,
   };
+}
+
+/** The session as it may be stored or shown: an MCP server's headers (its credentials) left out. */
+export function withoutSecrets(session: Session): Session {
+  if (!session.mcpServers?.some((m) => m.headers)) return session;
+  return { ...session, mcpServers: session.mcpServers.map(({ headers: _headers, ...m }) => m) };
 }

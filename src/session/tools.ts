@@ -8,3 +8,18 @@ export interface ToolDefinition {
 }
 
 export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
+
+/**
+ * A remote MCP server a session offers the model (OpenAI's `{"type": "mcp", ...}` tool): its tools
+ * are listed when the session names it and called over streamable HTTP.
+ */
+export interface McpServer {
+  label: string;
+  url: string;
+  /** Only these of its tools (undefined: all). */
+  allowedTools?: string[];
+  /** Which calls wait for the client's approval: all, none, or all but those named. */
+  requireApproval: 'always' | 'never' | { never: string[] };
+  /** Sent with every request to it (an Authorization, an API key). */
+  headers?: Record<string, string>;
+}

@@ -13,11 +13,21 @@ export class TokenBucket {
 
   /** Takes one token; false when the bucket is empty (the caller is over its rate). */
   take(): boolean {
-    const now = performance.now();
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.ratePerSecond);
-    this.last = now;
+    this.refill();
     if (this.tokens < 1) return false;
     this.tokens -= 1;
     return true;
+  }
+
+  /** What it holds now: whole tokens left, the most it holds, and seconds until it is full again. */
+  state(): { remaining: number; limit: number; resetSeconds: number } {
+    this.refill();
+    return { remaining: Math.floor(this.tokens), limit: this.burst, resetSeconds: Math.round(((this.burst - this.tokens) / this.ratePerSecond) * 100) / 100 };
+  }
+
+  private refill(): void {
+    const now = performance.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.ratePerSecond);
+    this.last = now;
   }
 }

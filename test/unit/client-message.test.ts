@@ -26,7 +26,7 @@ test('jsonDepth counts nesting without recursion and stops at the limit', () => 
   assert.equal(jsonDepth(v, 40), 41);
 });
 
-test('where audio travels in messages, an append may be as large as OpenAI takes (15 MiB), any other event 64 KiB', () => {
+test('where audio travels in messages, an append (or an item with audio) may be as large as OpenAI takes (15 MiB), any other event 64 KiB', () => {
   const control = { audioInEvents: true, appendInputAudio: () => true } as unknown as CallControl;
   const sent: { type: string; error?: { code: string } }[] = [];
   const protocol = openAiProtocol({ turnDetection: null } as unknown as SessionDefaults)(control, (m) => sent.push(m as (typeof sent)[number]));
@@ -34,6 +34,6 @@ test('where audio travels in messages, an append may be as large as OpenAI takes
   protocol.receive(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'A'.repeat(15 * 1024 * 1024) }));
   assert.deepEqual(codes(), []);
   protocol.receive(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'A'.repeat(MAX_AUDIO_MESSAGE_BYTES) }));
-  protocol.receive(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x'.repeat(MAX_MESSAGE_BYTES) }] } }));
+  protocol.receive(JSON.stringify({ type: 'session.update', session: { instructions: 'x'.repeat(MAX_MESSAGE_BYTES) } }));
   assert.deepEqual(codes(), ['message_too_large', 'message_too_large']);
 });

@@ -61,8 +61,8 @@ test('stopped (barge-in, the call ends): playback finishes interrupted where it 
   }
 });
 
-test("the WebSocket transport's audio out: sent at once inside events, queued until due, nothing dropped by clear", async () => {
-  const transport = new WebSocketTransport(1 << 20);
+test("the WebSocket transport's audio out, unpaced (lead 0): sent at once inside events, queued until due, nothing dropped by clear", async () => {
+  const transport = new WebSocketTransport(1 << 20, 0);
   const sent: string[] = [];
   transport.eventAudio.onOutput((audio) => sent.push(audio));
   const told: unknown[] = [];
@@ -73,5 +73,24 @@ test("the WebSocket transport's audio out: sent at once inside events, queued un
   assert.equal(transport.audioOut.clear(), 0, "what was sent is the client's");
   assert.equal(transport.audioOut.queuedMs, 0);
   assert.deepEqual(told, ['started', true]);
+  await transport.close('test');
+});
+
+test("the WebSocket transport's audio out, paced: 100 ms pieces up to the lead at once, the rest later; clear drops what was not sent; sent() waits for the last piece", async () => {
+  const transport = new WebSocketTransport(1 << 20, 300);
+  const sent: string[] = [];
+  transport.eventAudio.onOutput((audio) => sent.push(audio));
+  transport.audioOut.write(new Int16Array(48_000));
+  assert.equal(sent.length, 3, 'the lead (300 ms) at once, in 100 ms pieces');
+  assert.ok(sent.every((a) => Buffer.from(a, 'base64').length === 4800), '100 ms of 24 kHz PCM16 each');
+  assert.ok(transport.audioOut.queuedMs > 900, 'what is not sent is still to be heard');
+  let allSent = false;
+  const waiting = transport.audioOut.sent!().then(() => (allSent = true));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(allSent, false);
+  const dropped = transport.audioOut.clear();
+  assert.ok(dropped >= 600 && dropped <= 700, `the unsent 700 ms or a little less were dropped: ${dropped}`);
+  await waiting;
+  assert.equal(transport.audioOut.queuedMs, 0);
   await transport.close('test');
 });

@@ -11,7 +11,7 @@ import { VoiceAgent } from '../../src/agent/voiceAgent.ts';
 /** Stages the test drives: it says when the caller speaks and what the recogniser heard. */
 function fakeStages(transcripts: string[]) {
   let listener: TurnListener | undefined;
-  const recognitions: { written: number; aborted: boolean }[] = [];
+  const recognitions: { written: number; aborted: boolean; partial: (text: string) => void }[] = [];
   const stages: VoiceStages = {
     turnDetector: (_options, l) => {
       listener = l;
@@ -23,13 +23,13 @@ function fakeStages(transcripts: string[]) {
     recognizer: {
       name: 'fake',
       start(): RecognitionStream {
-        const r = { written: 0, aborted: false };
+        const r = { written: 0, aborted: false, partial: (_text: string) => {} };
         recognitions.push(r);
         let finish: (t: string) => void = () => {};
         const text = new Promise<string>((resolve) => (finish = resolve));
         return {
           write: (pcm) => void (r.written += pcm.length),
-          onPartial: () => {},
+          onPartial: (cb) => void (r.partial = cb),
           finish: () => (finish(transcripts.shift() ?? ''), text),
           abort: () => void (r.aborted = true),
         };
@@ -120,6 +120,49 @@ describe('VoiceAgent', () => {
     await settle(() => t.types().includes('item.deleted'), 'the empty item removed');
     assert.equal(t.conversation.items.length, 0);
     assert.ok(!t.types().includes('response.created'));
+  });
+
+  test('push-to-talk: a reply asked for right after the commit answers the committed words; no speech_stopped without turn detection', async () => {
+    const t = agent(['what time is it'], { turnDetection: { ...fakeContext().ctx.session().turnDetection, type: 'none', createResponse: false } });
+    t.a.onAudio(new Int16Array(320));
+    assert.equal(t.a.commitInput().ok, true);
+    assert.equal(t.a.createResponse().ok, true);
+    await settle(() => t.types().includes('response.done'), 'the reply');
+    const types: string[] = t.types();
+    assert.ok(!types.includes('input.speech_stopped') && !types.includes('input.speech_started'), types.join(', '));
+    assert.ok(types.indexOf('transcription.completed') < types.indexOf('response.done'));
+    const asked = t.model.requests[0]!.messages;
+    assert.deepEqual(asked.at(-1), { role: 'user', content: 'what time is it' }, 'the model saw the words');
+  });
+
+  test('input transcription deltas append: each part as recognised at a pause, the rest at the end; partial guesses never; their concatenation is the completed transcript', async () => {
+    const t = agent(['hello what time', 'is it right now']);
+    t.caller().speechStarted(0, new Int16Array(160));
+    // A recogniser's partial guesses are revised: none is sent.
+    for (const p of ['hell', 'hello', 'hello what ti']) t.recognitions.at(-1)!.partial(p);
+    t.caller().speechPaused!(500);
+    await settle(() => t.types().includes('transcription.delta'), 'the first part');
+    t.caller().speechResumed!();
+    t.recognitions.at(-1)!.partial('is it');
+    t.caller().speechStopped(1000, 1000);
+    await settle(() => t.types().includes('transcription.completed'), 'the transcript');
+    const deltas = t.events.filter((e) => e.type === 'transcription.delta').map((e) => (e as { delta: string }).delta);
+    const completed = t.events.find((e) => e.type === 'transcription.completed') as { transcript: string };
+    assert.deepEqual(deltas, ['hello what time', ' is it right now']);
+    assert.equal(deltas.join(''), completed.transcript);
+  });
+
+  test('audio inside a user item is transcribed into it, and a reply asked for meanwhile answers it', async () => {
+    const t = agent(['what day is it']);
+    const item: MessageItem = { id: 'item_audio', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: null }] };
+    t.conversation.add(item);
+    t.a.transcribeItem(item.id, new Int16Array(16_000));
+    assert.equal(t.a.createResponse().ok, true);
+    await settle(() => t.types().includes('response.done'), 'the reply');
+    assert.equal((item.content[0] as { transcript: string }).transcript, 'what day is it');
+    assert.ok(t.recognitions.at(-1)!.written === 16_000);
+    assert.deepEqual(t.model.requests[0]!.messages.at(-1), { role: 'user', content: 'what day is it' });
+    assert.ok(t.types().includes('transcription.completed'));
   });
 
   test('a second reply asked for while one is generated is refused', () => {

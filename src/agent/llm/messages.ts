@@ -42,9 +42,17 @@ export function toChatMessages(items: readonly Item[]): ChatMessage[] {
       // Calls of one reply travel together on the assistant message that made them.
       if (last?.role === 'assistant') last.toolCalls = [...(last.toolCalls ?? []), call];
       else out.push({ role: 'assistant', content: '', toolCalls: [call] });
-    } else {
+    } else if (item.type === 'function_call_output') {
       out.push({ role: 'tool', toolCallId: item.callId, content: item.output });
+    } else if (item.type === 'mcp_call') {
+      // An MCP call and its answer, as a tool call and its result.
+      const call = { id: item.id, name: item.name, arguments: item.arguments };
+      const last = out.at(-1);
+      if (last?.role === 'assistant' && !last.content) last.toolCalls = [...(last.toolCalls ?? []), call];
+      else out.push({ role: 'assistant', content: '', toolCalls: [call] });
+      out.push({ role: 'tool', toolCallId: item.id, content: item.error ? `The tool failed: ${item.error}` : (item.output ?? '') });
     }
+    // Listings and approvals are not the model's to read: what it may call is in its tools.
   }
   return out;
 }

@@ -101,12 +101,64 @@ export function offlineReply(req: ReplyRequest): string {
   return fallbacks[(ctx.history.length + text.length) % spread]!;
 }
 
-/** Never calls a tool: it has no way to decide when one would help. */
+/** Verbs tool names start with, which say nothing of what the tool is about. */
+const TOOL_VERBS = new Set(['get', 'set', 'fetch', 'find', 'lookup', 'look', 'up', 'check', 'read', 'list', 'search', 'query', 'do', 'run', 'call', 'make', 'the', 'current']);
+
+/** The words of a tool's name that say what it is about (get_weather → weather, lookupOrderStatus → order, status). */
+function topicWords(name: string): string[] {
+  return name
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w.length > 1 && !TOOL_VERBS.has(w));
+}
+
+/**
+ * The tool the user's last words name (a word of its name, as in "what's the weather" for
+ * get_weather), or the one tool_choice requires; none after a tool's output (that is answered).
+ */
+export function offlineToolCall(req: ReplyRequest): string | undefined {
+  if (!req.tools.length || req.toolChoice === 'none' || req.messages.at(-1)?.role !== 'user') return undefined;
+  if (typeof req.toolChoice === 'object') return req.tools.find((t) => t.name === (req.toolChoice as { name: string }).name)?.name;
+  const words = new Set(lastUserText(req.messages).toLowerCase().split(/[^a-z0-9]+/));
+  const named = req.tools.find((t) => topicWords(t.name).some((w) => words.has(w) || words.has(`${w}s`)));
+  return named?.name ?? (req.toolChoice === 'required' ? req.tools[0]!.name : undefined);
+}
+
+/**
+ * A tool's arguments as the user's words give them: its number parameters from the numbers said, in
+ * order; its string parameters from the phrase after the last "in", "for", "about", "of", "called"
+ * or "named" ("the weather in Paris" → "Paris"). What cannot be found is left out.
+ */
+export function offlineArguments(parameters: Record<string, unknown> | undefined, text: string): string {
+  const properties = (parameters?.properties ?? {}) as Record<string, { type?: string }>;
+  const numbers = [...text.matchAll(/-?\d+(?:\.\d+)?/g)].map((m) => Number(m[0]));
+  const phrase = /\b(?:in|for|about|of|called|named)\s+([^.,?!]+?)\s*[.?!]*$/i.exec(text.trim())?.[1];
+  const args: Record<string, unknown> = {};
+  for (const [name, p] of Object.entries(properties)) {
+    if ((p.type === 'number' || p.type === 'integer') && numbers.length) args[name] = numbers.shift();
+    else if (p.type === 'string' && phrase) args[name] = phrase;
+  }
+  return JSON.stringify(args);
+}
+
+/**
+ * Calls a tool when the user's words name it (its arguments as offlineArguments finds them), and says
+ * what the tool answered; otherwise the rules above.
+ */
 export const offlineModel: ReplyModel = {
   name: 'parley-offline',
   async *reply(req: ReplyRequest) {
+    const tool = offlineToolCall(req);
+    if (tool) {
+      const definition = req.tools.find((t) => t.name === tool)!;
+      yield { type: 'tool_call', index: 0, name: tool, argumentsDelta: offlineArguments(definition.parameters, lastUserText(req.messages)) };
+      return;
+    }
+    const last = req.messages.at(-1);
     // Stream word by word, as a generating model would.
-    const words = offlineReply(req).split(/(?<=\s)/);
+    const answer = last?.role === 'tool' ? (last.content.startsWith('The tool failed') ? `${last.content}` : `The tool says: ${last.content}`) : offlineReply(req);
+    const words = answer.split(/(?<=\s)/);
     for (const w of words) {
       if (req.signal.aborted) return;
       yield { type: 'text', delta: w };

@@ -145,6 +145,7 @@ export class EchoGuard {
       get queuedMs() {
         return out.queuedMs;
       },
+      ...(out.sent ? { sent: () => out.sent!() } : {}),
       onPlayback: (listener) => out.onPlayback(listener),
     };
   }

@@ -36,7 +36,12 @@ const ContentPartSchema = Type.Union([
     detail: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('low'), Type.Literal('high')])),
   }),
   Type.Object({ type: Type.Union([Type.Literal('input_text'), Type.Literal('text'), Type.Literal('output_text')]), text: Text }),
-  Type.Object({ type: Type.Union([Type.Literal('input_audio'), Type.Literal('output_audio'), Type.Literal('audio')]), transcript: Type.Optional(Type.Union([Text, Type.Null()])) }),
+  Type.Object({
+    type: Type.Union([Type.Literal('input_audio'), Type.Literal('output_audio'), Type.Literal('audio')]),
+    transcript: Type.Optional(Type.Union([Text, Type.Null()])),
+    // A user's audio (base64, the session's input format), transcribed into the item.
+    audio: Type.Optional(Type.String()),
+  }),
 ]);
 
 const ItemSchema = Type.Union([
@@ -48,6 +53,8 @@ const ItemSchema = Type.Union([
   }),
   Type.Object({ id: Type.Optional(Id), type: Type.Literal('function_call_output'), call_id: Id, output: Text }),
   Type.Object({ id: Type.Optional(Id), type: Type.Literal('function_call'), call_id: Id, name: Type.String({ maxLength: 128 }), arguments: Text }),
+  // The client's answer to an MCP tool's approval request.
+  Type.Object({ id: Type.Optional(Id), type: Type.Literal('mcp_approval_response'), approval_request_id: Id, approve: Type.Boolean(), reason: Type.Optional(Type.Union([Text, Type.Null()])) }),
 ]);
 
 const ResponseSchema = Type.Object({
@@ -77,6 +84,7 @@ const CLIENT_EVENTS = {
   'output_audio_buffer.clear': Type.Object({}),
 } as const;
 type ClientEventType = keyof typeof CLIENT_EVENTS;
+/** The events that carry audio: over a WebSocket they may be as large as OpenAI takes (15 MiB). */
 type ClientEvent<T extends ClientEventType> = Static<(typeof CLIENT_EVENTS)[T]> & { event_id?: string };
 
 const ajv = new Ajv({ strict: false });
@@ -93,7 +101,32 @@ export function wireItem(item: Item): Record<string, unknown> {
       return { ...base, call_id: item.callId, name: item.name, arguments: item.arguments };
     case 'function_call_output':
       return { ...base, call_id: item.callId, output: item.output };
+    case 'mcp_list_tools':
+      return { id: item.id, type: item.type, server_label: item.serverLabel, tools: item.tools.map((t) => ({ name: t.name, description: t.description ?? null, input_schema: t.inputSchema, annotations: null })) };
+    case 'mcp_call':
+      return {
+        id: item.id,
+        type: item.type,
+        server_label: item.serverLabel,
+        name: item.name,
+        arguments: item.arguments,
+        approval_request_id: item.approvalRequestId,
+        output: item.output,
+        error: item.error === null ? null : { type: 'tool_execution_error', message: item.error },
+      };
+    case 'mcp_approval_request':
+      return { id: item.id, type: item.type, server_label: item.serverLabel, name: item.name, arguments: item.arguments };
+    case 'mcp_approval_response':
+      return { id: item.id, type: item.type, approval_request_id: item.approvalRequestId, approve: item.approve, reason: item.reason };
   }
+}
+
+/** The audio of a client's user item (its first audio part that carries some), to transcribe. */
+function audioOf(w: Static<typeof ItemSchema>): string | undefined {
+  if (w.type !== undefined && w.type !== 'message') return undefined;
+  if (w.role !== 'user') return undefined;
+  for (const c of w.content) if ('audio' in c && c.audio && !c.transcript) return c.audio;
+  return undefined;
 }
 
 /** A client's item in Parley's terms. */
@@ -101,6 +134,7 @@ function itemFromWire(w: Static<typeof ItemSchema>): Item {
   const id = w.id ?? newItemId();
   if (w.type === 'function_call_output') return { id, type: 'function_call_output', status: 'completed', callId: w.call_id, output: w.output };
   if (w.type === 'function_call') return { id, type: 'function_call', status: 'completed', callId: w.call_id, name: w.name, arguments: w.arguments };
+  if (w.type === 'mcp_approval_response') return { id, type: 'mcp_approval_response', status: 'completed', approvalRequestId: w.approval_request_id, approve: w.approve, reason: w.reason ?? null };
   const content = w.content.map((c): ContentPart => {
     if (c.type === 'input_image') throw new Error('input_image parts are decoded before the item is made (withImages)');
     if ('text' in c) return w.role === 'assistant' ? { type: 'output_text', text: c.text } : { type: 'input_text', text: c.text };
@@ -214,7 +248,7 @@ export function openAiProtocol(defaults: SessionDefaults) {
       'input_audio_buffer.clear': () => control.clearInput(),
       'conversation.item.create': (e) => {
         const add = (item: Item): Outcome => {
-          const placed = control.addItem(item, e.previous_item_id);
+          const placed = control.addItem(item, e.previous_item_id, audioOf(e.item));
           if (!placed.ok) return { code: 'invalid_value', message: placed.message, param: 'previous_item_id' };
         };
         // Pictures are decoded first; the client's later events wait (see receive).
@@ -369,7 +403,19 @@ export function openAiProtocol(defaults: SessionDefaults) {
           return emit({ type: 'response.output_item.done', response_id: event.responseId, output_index: event.outputIndex, item: wireItem(item) });
         }
         case 'response.done':
-          return emit({ type: 'response.done', response: wireResponse(event.response, control.id, control.session().voice) });
+          emit({ type: 'response.done', response: wireResponse(event.response, control.id, control.session().voice) });
+          // After each response, as OpenAI does: what the client may still ask for.
+          if (control.rateLimits) emit({ type: 'rate_limits.updated', rate_limits: control.rateLimits() });
+          return;
+        case 'mcp.list_tools':
+          // A failure says why (a field OpenAI's event does not have; clients ignore it).
+          return emit({ type: `mcp_list_tools.${event.phase}`, item_id: event.itemId, ...(event.message ? { error: { type: 'mcp_error', message: event.message } } : {}) });
+        case 'response.mcp_call_arguments.delta':
+          return emit({ type: event.type, response_id: event.responseId, item_id: event.itemId, output_index: event.outputIndex, delta: event.delta });
+        case 'response.mcp_call_arguments.done':
+          return emit({ type: event.type, response_id: event.responseId, item_id: event.itemId, output_index: event.outputIndex, arguments: event.arguments });
+        case 'response.mcp_call':
+          return emit({ type: `response.mcp_call.${event.phase}`, item_id: event.itemId, output_index: event.outputIndex });
         case 'response.audio.started':
           // Parley's own: where the time to the first audio went (clients ignore unknown types).
           return emit({ type: 'parley.response.timings', response_id: event.responseId, item_id: event.itemId, timings: event.timings });
@@ -443,9 +489,10 @@ export function openAiProtocol(defaults: SessionDefaults) {
         if (typeof type !== 'string') return fail({ code: 'missing_required_parameter', message: "Missing required parameter: 'type'.", param: 'type' }, eventId);
         if (!(type in CLIENT_EVENTS)) return fail({ code: 'invalid_value', message: `Invalid value: '${type.slice(0, 64)}'. Supported values are: ${Object.keys(CLIENT_EVENTS).join(', ')}.`, param: 'type' }, eventId);
         const kind = type as ClientEventType;
-        const mayBeLarge = kind === 'input_audio_buffer.append' || (kind === 'conversation.item.create' && carriesImage(m.item));
+        // On a WebSocket an item may carry audio as large as an append; on a data channel only an image makes one large.
+        const mayBeLarge = kind === 'input_audio_buffer.append' || (kind === 'conversation.item.create' && (control.audioInEvents || carriesImage(m.item)));
         if (!mayBeLarge && Buffer.byteLength(text) > MAX_MESSAGE_BYTES) {
-          return fail({ code: 'message_too_large', message: `Only input_audio_buffer.append and conversation.item.create (with an image) may be larger than ${MAX_MESSAGE_BYTES} bytes.` }, eventId);
+          return fail({ code: 'message_too_large', message: `Only input_audio_buffer.append and conversation.item.create may be larger than ${MAX_MESSAGE_BYTES} bytes.` }, eventId);
         }
         const validate = validators[kind];
         if (!validate(m)) return fail(paramProblem(validate.errors, ''), eventId);

@@ -33,6 +33,19 @@ function betaItem(item: Json | undefined): Json | undefined {
 function betaSession(s: Json): Json {
   const input = s.audio?.input ?? {};
   const output = s.audio?.output ?? {};
+  if (s.type === 'transcription') {
+    return defined({
+      id: s.id,
+      object: 'realtime.transcription_session',
+      expires_at: s.expires_at,
+      modalities: ['text'],
+      input_audio_format: BETA_FORMAT[input.format?.type] ?? 'pcm16',
+      input_audio_transcription: input.transcription ?? null,
+      input_audio_noise_reduction: input.noise_reduction ?? null,
+      turn_detection: input.turn_detection ?? null,
+      include: s.include ?? null,
+    });
+  }
   return defined({
     id: s.id,
     object: 'realtime.session',
@@ -68,7 +81,9 @@ function betaResponse(r: Json): Json {
 export function toBeta(event: Json): Json | null {
   const type = event.type in BETA_EVENT ? BETA_EVENT[event.type] : event.type;
   if (type === null) return null;
-  const out: Json = { ...event, type };
+  // A transcription session's update is answered in the beta's own words.
+  const transcription = event.session?.type === 'transcription';
+  const out: Json = { ...event, type: transcription && type === 'session.updated' ? 'transcription_session.updated' : type };
   if (out.session) out.session = betaSession(out.session);
   if (out.response) out.response = betaResponse(out.response);
   if (out.item) out.item = betaItem(out.item);
@@ -78,7 +93,7 @@ export function toBeta(event: Json): Json | null {
 /** GA's output modalities from beta's (text and audio together mean a spoken reply). */
 const gaModalities = (m: unknown) => (Array.isArray(m) ? (m.includes('audio') ? ['audio'] : ['text']) : undefined);
 
-function gaSession(s: Json): Json {
+function gaSession(s: Json, transcription = false): Json {
   const input = defined({
     format: s.input_audio_format !== undefined ? (GA_FORMAT[s.input_audio_format] ?? s.input_audio_format) : undefined,
     transcription: s.input_audio_transcription,
@@ -88,7 +103,8 @@ function gaSession(s: Json): Json {
   const output = defined({ format: s.output_audio_format !== undefined ? (GA_FORMAT[s.output_audio_format] ?? s.output_audio_format) : undefined, voice: s.voice });
   const audio = defined({ input: Object.keys(input).length ? input : undefined, output: Object.keys(output).length ? output : undefined });
   return defined({
-    type: 'realtime',
+    type: transcription ? 'transcription' : 'realtime',
+    include: s.include,
     model: s.model,
     instructions: s.instructions,
     output_modalities: gaModalities(s.modalities),
@@ -103,6 +119,9 @@ function gaSession(s: Json): Json {
 /** A beta client event in GA's words (what openai.ts reads). */
 export function fromBeta(event: Json): Json {
   if (event.type === 'session.update' && event.session && typeof event.session === 'object') return { ...event, session: gaSession(event.session) };
+  if (event.type === 'transcription_session.update' && event.session && typeof event.session === 'object') {
+    return { ...event, type: 'session.update', session: gaSession(event.session, true) };
+  }
   if (event.type === 'response.create' && event.response && typeof event.response === 'object') {
     const { modalities, voice, output_audio_format: _format, temperature: _temperature, ...rest } = event.response;
     return { ...event, response: defined({ ...rest, output_modalities: gaModalities(modalities), audio: voice ? { output: { voice } } : undefined }) };
@@ -110,12 +129,50 @@ export function fromBeta(event: Json): Json {
   return event;
 }
 
-/** The beta dialect over a GA protocol: the same protocol, its messages translated both ways. */
-export function betaDialect(ga: ProtocolFactory): ProtocolFactory {
+/**
+ * The server events of Azure OpenAI's realtime preview (api-version 2024-10-01-preview), the only
+ * ones its clients take: rt-client ends its session on any other (conversation.created, the input
+ * transcription deltas added later, Parley's own parley.* events).
+ */
+export const AZURE_PREVIEW_EVENTS: ReadonlySet<string> = new Set([
+  'error',
+  'session.created',
+  'session.updated',
+  'input_audio_buffer.committed',
+  'input_audio_buffer.cleared',
+  'input_audio_buffer.speech_started',
+  'input_audio_buffer.speech_stopped',
+  'conversation.item.created',
+  'conversation.item.truncated',
+  'conversation.item.deleted',
+  'conversation.item.input_audio_transcription.completed',
+  'conversation.item.input_audio_transcription.failed',
+  'response.created',
+  'response.done',
+  'response.output_item.added',
+  'response.output_item.done',
+  'response.content_part.added',
+  'response.content_part.done',
+  'response.text.delta',
+  'response.text.done',
+  'response.audio_transcript.delta',
+  'response.audio_transcript.done',
+  'response.audio.delta',
+  'response.audio.done',
+  'response.function_call_arguments.delta',
+  'response.function_call_arguments.done',
+  'rate_limits.updated',
+]);
+
+/**
+ * The beta dialect over a GA protocol: the same protocol, its messages translated both ways;
+ * `only`: the server events sent (a client that refuses any other).
+ */
+export function betaDialect(ga: ProtocolFactory, only?: ReadonlySet<string>): ProtocolFactory {
   return (control, send) => {
     const inner = ga(control, (message) => {
       const beta = toBeta(message as Json);
-      if (beta) send(beta);
+      if (beta && (!only || only.has(beta.type))) send(beta);
     });
     return {
       opened: () => inner.opened(),

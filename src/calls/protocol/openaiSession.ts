@@ -8,7 +8,7 @@ import { Ajv, type ErrorObject } from 'ajv';
 import { VOICES } from '../../session/catalog.js';
 import { MAX_INSTRUCTIONS } from '../../session/params.js';
 import { defaultSession, type Session, type SessionDefaults, type TurnDetection } from '../../session/session.js';
-import type { ToolChoice } from '../../session/tools.js';
+import type { McpServer, ToolChoice } from '../../session/tools.js';
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
@@ -48,6 +48,39 @@ const FunctionTool = Type.Object({
   parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
 });
 
+const ToolNames = Type.Array(Type.String({ maxLength: 128 }), { maxItems: 256 });
+
+/** A remote MCP server whose tools the model may call (OpenAI's `{"type": "mcp"}` tool). */
+const McpTool = Type.Object({
+  type: Type.Literal('mcp'),
+  server_label: Type.String({ minLength: 1, maxLength: 64 }),
+  // Or a connector_id (OpenAI's hosted connectors): accepted, and not offered without a server_url.
+  server_url: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
+  connector_id: Type.Optional(Type.String({ maxLength: 128 })),
+  server_description: Type.Optional(Type.String({ maxLength: 4096 })),
+  allowed_tools: Type.Optional(Type.Union([Type.Null(), ToolNames, Type.Object({ tool_names: Type.Optional(ToolNames), read_only: Type.Optional(Type.Boolean()) })])),
+  require_approval: Type.Optional(
+    Type.Union([
+      Type.Null(),
+      Type.Literal('always'),
+      Type.Literal('never'),
+      Type.Object({ never: Type.Optional(Type.Object({ tool_names: Type.Optional(ToolNames) })), always: Type.Optional(Type.Object({ tool_names: Type.Optional(ToolNames) })) }),
+    ]),
+  ),
+  headers: Type.Optional(Type.Union([Type.Null(), Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 4096 }))])),
+  authorization: Type.Optional(Type.String({ maxLength: 4096 })),
+});
+
+/** A session's MCP tool in Parley's terms (approval by default, as OpenAI's default). */
+export function mcpServerOf(t: Static<typeof McpTool> & { server_url: string }): McpServer {
+  const allowed = Array.isArray(t.allowed_tools) ? t.allowed_tools : t.allowed_tools?.tool_names;
+  const rule = t.require_approval;
+  const requireApproval: McpServer['requireApproval'] =
+    rule === 'never' ? 'never' : rule && typeof rule === 'object' && rule.never?.tool_names && !rule.always ? { never: rule.never.tool_names } : 'always';
+  const headers = { ...(t.headers ?? {}), ...(t.authorization ? { authorization: `Bearer ${t.authorization}` } : {}) };
+  return { label: t.server_label, url: t.server_url, ...(allowed ? { allowedTools: allowed } : {}), requireApproval, ...(Object.keys(headers).length ? { headers } : {}) };
+}
+
 export const ToolChoiceSchema = Type.Union([
   Type.Literal('auto'),
   Type.Literal('none'),
@@ -56,7 +89,9 @@ export const ToolChoiceSchema = Type.Union([
 ]);
 
 export const OpenAiSessionSchema = Type.Object({
-  type: Type.Optional(Type.Literal('realtime')),
+  // `transcription`: the caller's turns are transcribed, nothing is answered.
+  type: Type.Optional(Type.Union([Type.Literal('realtime'), Type.Literal('transcription')])),
+  include: Type.Optional(Type.Union([Type.Null(), Type.Array(Type.Literal('item.input_audio_transcription.logprobs'), { maxItems: 4 })])),
   model: Type.Optional(Type.String({ maxLength: 128 })),
   instructions: Type.Optional(Type.String({ maxLength: MAX_INSTRUCTIONS })),
   output_modalities: Type.Optional(Type.Array(Type.Union([Type.Literal('audio'), Type.Literal('text')]), { minItems: 1, maxItems: 2 })),
@@ -65,7 +100,12 @@ export const OpenAiSessionSchema = Type.Object({
       input: Type.Optional(
         Type.Object({
           format: Type.Optional(AudioFormat),
-          transcription: Type.Optional(Type.Union([Type.Null(), Type.Object({ model: Type.Optional(Type.String()) })])),
+          transcription: Type.Optional(
+            Type.Union([
+              Type.Null(),
+              Type.Object({ model: Type.Optional(Type.String({ maxLength: 128 })), language: Type.Optional(Type.String({ maxLength: 16 })), prompt: Type.Optional(Type.String({ maxLength: 4096 })) }),
+            ]),
+          ),
           turn_detection: Type.Optional(Type.Union([Type.Null(), ServerVad, SemanticVad])),
           noise_reduction: Type.Optional(Type.Union([Type.Null(), NoiseReductionSchema])),
         }),
@@ -79,8 +119,8 @@ export const OpenAiSessionSchema = Type.Object({
       ),
     }),
   ),
-  // Other tool kinds (hosted MCP…) are accepted and not offered to the model.
-  tools: Type.Optional(Type.Array(Type.Union([FunctionTool, Type.Object({ type: Type.String({ pattern: '^(?!function$)' }) })]), { maxItems: 128 })),
+  // Other tool kinds are accepted and not offered to the model.
+  tools: Type.Optional(Type.Array(Type.Union([FunctionTool, McpTool, Type.Object({ type: Type.String({ pattern: '^(?!function$|mcp$)' }) })]), { maxItems: 128 })),
   tool_choice: Type.Optional(ToolChoiceSchema),
   max_output_tokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 4096 }), Type.Literal('inf')])),
   temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
@@ -129,6 +169,13 @@ export function applyOpenAiSession(current: Session, input: unknown, defaults: T
   if (!validate(input)) return { ok: false, problem: paramProblem(validate.errors, root) };
   const s = input as OpenAiSessionInput;
   const next: Session = { ...current };
+  if (s.type === 'realtime' && current.kind === 'transcription') {
+    // A session becomes a transcription session (its client secret, its first update), never back.
+    const param = `${root ? `${root}.` : ''}type`;
+    return { ok: false, problem: { code: 'invalid_value', param, message: `Invalid value for '${param}': a transcription session cannot become a realtime session.` } };
+  }
+  if (s.type === 'transcription') next.kind = 'transcription';
+  if (s.include !== undefined) next.include = s.include ?? [];
   if (s.model !== undefined) next.model = s.model;
   if (s.instructions !== undefined) next.instructions = s.instructions;
   if (s.temperature !== undefined) next.temperature = s.temperature;
@@ -148,12 +195,19 @@ export function applyOpenAiSession(current: Session, input: unknown, defaults: T
   if (input_?.turn_detection !== undefined) next.turnDetection = turnDetectionOf(input_.turn_detection, defaults);
   if (input_?.noise_reduction !== undefined) next.noiseReduction = input_.noise_reduction?.type ?? null;
   if (s.tools) {
+    const mcp = s.tools.filter((t): t is Static<typeof McpTool> & { server_url: string } => t.type === 'mcp' && 'server_url' in t && !!t.server_url).map(mcpServerOf);
+    if (mcp.length || current.mcpServers?.length) next.mcpServers = mcp;
     next.tools = s.tools
       .filter((t): t is Static<typeof FunctionTool> => t.type === 'function' && 'name' in t)
       .map((t) => ({ name: t.name, ...(t.description ? { description: t.description } : {}), ...(t.parameters ? { parameters: t.parameters } : {}) }));
   }
   if (s.tool_choice !== undefined) next.toolChoice = toolChoiceOf(s.tool_choice);
   if (s.max_output_tokens !== undefined) next.maxOutputTokens = s.max_output_tokens === 'inf' ? null : s.max_output_tokens;
+  if (next.kind === 'transcription') {
+    // Every turn is transcribed, none answered.
+    next.transcribeInput = true;
+    next.turnDetection = { ...next.turnDetection, createResponse: false, interruptResponse: false, idleTimeoutMs: null };
+  }
   return { ok: true, session: next };
 }
 
@@ -181,6 +235,37 @@ function turnDetectionOf(wire: Static<typeof ServerVad> | Static<typeof Semantic
 /** The session object OpenAI's clients read. */
 export function openAiSessionObject(session: Session, id: string) {
   const td = session.turnDetection;
+  const turnDetection =
+    td.type === 'none'
+      ? null
+      : td.type === 'semantic_vad'
+        ? { type: 'semantic_vad', eagerness: 'auto', create_response: td.createResponse, interrupt_response: td.interruptResponse }
+        : {
+            type: 'server_vad',
+            threshold: td.threshold,
+            prefix_padding_ms: td.prefixPaddingMs,
+            silence_duration_ms: td.silenceMs,
+            idle_timeout_ms: td.idleTimeoutMs,
+            create_response: td.createResponse,
+            interrupt_response: td.interruptResponse,
+          };
+  if (session.kind === 'transcription') {
+    return {
+      type: 'transcription',
+      object: 'realtime.transcription_session',
+      id,
+      expires_at: 0,
+      include: session.include ?? null,
+      audio: {
+        input: {
+          format: FORMAT_OF[session.inputAudio ?? 'pcm16'],
+          transcription: { model: 'parley', language: 'en', prompt: '' },
+          noise_reduction: session.noiseReduction ? { type: session.noiseReduction } : null,
+          turn_detection: turnDetection,
+        },
+      },
+    };
+  }
   return {
     type: 'realtime',
     object: 'realtime.session',
@@ -188,33 +273,31 @@ export function openAiSessionObject(session: Session, id: string) {
     model: session.model,
     output_modalities: session.outputModalities,
     instructions: session.instructions ?? '',
-    tools: session.tools.map((t) => ({ type: 'function', name: t.name, description: t.description ?? '', parameters: t.parameters ?? { type: 'object', properties: {} } })),
+    tools: [
+      ...session.tools.map((t) => ({ type: 'function', name: t.name, description: t.description ?? '', parameters: t.parameters ?? { type: 'object', properties: {} } })),
+      // Headers hold credentials: never written back.
+      ...(session.mcpServers ?? []).map((m) => ({
+        type: 'mcp',
+        server_label: m.label,
+        server_url: m.url,
+        allowed_tools: m.allowedTools ?? null,
+        require_approval: typeof m.requireApproval === 'string' ? m.requireApproval : { never: { tool_names: m.requireApproval.never } },
+        headers: null,
+      })),
+    ],
     tool_choice: typeof session.toolChoice === 'string' ? session.toolChoice : { type: 'function', name: session.toolChoice.name },
     max_output_tokens: session.maxOutputTokens ?? 'inf',
     tracing: null,
     prompt: null,
     truncation: 'auto',
     expires_at: 0,
-    include: null,
+    include: session.include ?? null,
     audio: {
       input: {
         format: FORMAT_OF[session.inputAudio ?? 'pcm16'],
         transcription: session.transcribeInput ? { model: 'parley' } : null,
         noise_reduction: session.noiseReduction ? { type: session.noiseReduction } : null,
-        turn_detection:
-          td.type === 'none'
-            ? null
-            : td.type === 'semantic_vad'
-              ? { type: 'semantic_vad', eagerness: 'auto', create_response: td.createResponse, interrupt_response: td.interruptResponse }
-              : {
-                  type: 'server_vad',
-                  threshold: td.threshold,
-                  prefix_padding_ms: td.prefixPaddingMs,
-                  silence_duration_ms: td.silenceMs,
-                  idle_timeout_ms: td.idleTimeoutMs,
-                  create_response: td.createResponse,
-                  interrupt_response: td.interruptResponse,
-                },
+        turn_detection: turnDetection,
       },
       output: { format: FORMAT_OF[session.outputAudio ?? 'pcm16'], voice: session.voice, speed: 1 },
     },

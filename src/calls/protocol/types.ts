@@ -19,8 +19,11 @@ export interface CallControl {
    * for the client when it is not an image, the node is too busy, or the call's model takes none.
    */
   decodeImage(bytes: Buffer): Promise<StillImage>;
-  /** Adds a client item (typed text, a function call's output…); emits item.added and item.done. */
-  addItem(item: Item, after?: string | null): PlaceResult;
+  /**
+   * Adds a client item (typed text, a function call's output…); emits item.added and item.done.
+   * `audio`: a user item's audio (base64, the session's input format), transcribed into the item.
+   */
+  addItem(item: Item, after?: string | null, audio?: string): PlaceResult;
   deleteItem(id: string): boolean;
   truncateItem(id: string, audioEndMs: number): { ok: true } | { ok: false; message: string };
   createResponse(request?: ResponseRequest): Refusal;
@@ -32,6 +35,8 @@ export interface CallControl {
   readonly audioInEvents: boolean;
   commitInput(): Refusal;
   clearInput(): void;
+  /** The call's own rate limits now (OpenAI's rate_limits.updated): the replies it may still ask for. */
+  rateLimits?(): { name: string; limit: number; remaining: number; reset_seconds: number }[];
   /** The client hangs up. */
   end(reason: 'session_end'): void;
   /** Something went wrong handling a client message (logged server-side; never sent as is). */
@@ -49,7 +54,10 @@ export interface ClientProtocol {
   ended(reason: string): void;
 }
 
-/** `openai-beta`: OpenAI's protocol in its beta dialect (openaiBeta.ts). */
-export type ProtocolName = 'orga' | 'openai' | 'openai-beta';
+/**
+ * `openai-beta`: OpenAI's protocol in its beta dialect (openaiBeta.ts); `openai-azure`: that dialect
+ * with only the events of Azure's realtime preview.
+ */
+export type ProtocolName = 'orga' | 'openai' | 'openai-beta' | 'openai-azure';
 
 export type ProtocolFactory = (control: CallControl, send: (message: object) => void) => ClientProtocol;

@@ -2,7 +2,7 @@
 // `@openai/agents-realtime`: client_secrets, calls with a raw SDP or multipart body answered with
 // the SDP itself (201, Location), and hangup. Errors are OpenAI's error objects.
 import { Type, type Static } from '@sinclair/typebox';
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { applyOpenAiSession, openAiDefaultSession, openAiSessionObject, paramProblem } from '../../calls/protocol/openaiSession.js';
 import type { Session } from '../../session/session.js';
 import type { Services } from '../../services.js';
@@ -113,9 +113,6 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
       const problem = bodyProblem(req);
       if (problem) throw problem;
       const wire = req.body?.session;
-      if (wire && wire.type !== undefined && wire.type !== 'realtime') {
-        throw openAiError(400, 'invalid_value', "Only realtime sessions are supported (session.type 'realtime').", 'session.type');
-      }
       const applied = applyOpenAiSession(openAiDefaultSession(services.sessionDefaults), wire ?? {}, services.sessionDefaults.turnDetection);
       if (!applied.ok) throw openAiError(400, applied.problem.code, applied.problem.message, applied.problem.param);
       const size = Buffer.byteLength(JSON.stringify(applied.session));
@@ -146,30 +143,53 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
         response: { 201: SdpAnswer, 400: { $ref: 'OpenAiError#' }, 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' }, 429: { $ref: 'OpenAiError#' }, 503: { $ref: 'OpenAiError#' } },
       },
     },
-    async (req, reply) => {
-      const { sdp, session: wire } = await readCallForm(req);
-      // The app's session: what it set at client_secrets, then the request's own.
-      let session: Session = openAiDefaultSession(services.sessionDefaults);
-      const minted = await services.clientSecretSessions.get(req.token!.jti);
-      if (minted) session = { ...session, ...(minted as Session) };
-      if (wire !== undefined) {
-        const applied = applyOpenAiSession(session, wire, services.sessionDefaults.turnDetection);
-        if (!applied.ok) throw openAiError(400, applied.problem.code, applied.problem.message, applied.problem.param);
-        session = applied.session;
-      }
-      const { answerSdp, conversationId } = await callFromOffer(
-        services,
-        { apiKeyId: req.apiKeyId!, tokenId: req.token!.jti, endUser: req.token!.end_user ?? null, sdp, session, protocol: 'openai' },
-        {
-          unusable: (problems) => openAiError(400, 'invalid_offer', `The SDP offer cannot be used: ${problems.join('; ')}.`, 'sdp'),
-          rejected: (message) => openAiError(400, 'invalid_offer', `The SDP offer could not be applied: ${message}`, 'sdp'),
-          busy: (message) => openAiError(503, 'server_busy', message, null, { 'Retry-After': '5' }),
-          limited: (err) => callLimited('openai', err, services.metrics),
-        },
-      );
-      return reply.code(201).type('application/sdp').header('Location', `/v1/realtime/calls/${conversationId}`).send(answerSdp);
-    },
+    (req, reply) => answerCall(req, reply),
   );
+
+  // The route earlier WebRTC clients post their offer to (before /v1/realtime/calls): the raw SDP to
+  // /v1/realtime?model=…, answered the same way.
+  app.post<{ Querystring: { model?: string } }>(
+    '/v1/realtime',
+    {
+      config: { openApiBody: { 'application/sdp': SdpOffer } } satisfies OpenApiRouteConfig,
+      onRequest: requireToken(services),
+      preParsing: passCallsWhenFull(services),
+      schema: {
+        summary: "OpenAI's earlier WebRTC route: the raw SDP offer posted to /v1/realtime?model=…; 201 with the SDP answer (ephemeral token)",
+        tags: ['openai'],
+        querystring: { type: 'object', properties: { model: { type: 'string', maxLength: 128 } } },
+        produces: ['application/sdp'],
+        response: { 201: SdpAnswer, 400: { $ref: 'OpenAiError#' }, 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' }, 429: { $ref: 'OpenAiError#' }, 503: { $ref: 'OpenAiError#' } },
+      },
+    },
+    (req, reply) => answerCall(req, reply, req.query.model),
+  );
+
+  /** An OpenAI-form offer answered: the call starts with the app's session (`model`: the earlier route's query). */
+  async function answerCall(req: FastifyRequest, reply: FastifyReply, model?: string) {
+    const { sdp, session: wire } = await readCallForm(req);
+    // The app's session: what it set at client_secrets, then the request's own.
+    let session: Session = openAiDefaultSession(services.sessionDefaults);
+    const minted = await services.clientSecretSessions.get(req.token!.jti);
+    if (minted) session = { ...session, ...(minted as Session) };
+    if (model) session = { ...session, model };
+    if (wire !== undefined) {
+      const applied = applyOpenAiSession(session, wire, services.sessionDefaults.turnDetection);
+      if (!applied.ok) throw openAiError(400, applied.problem.code, applied.problem.message, applied.problem.param);
+      session = applied.session;
+    }
+    const { answerSdp, conversationId } = await callFromOffer(
+      services,
+      { apiKeyId: req.apiKeyId!, tokenId: req.token!.jti, endUser: req.token!.end_user ?? null, sdp, session, protocol: 'openai' },
+      {
+        unusable: (problems) => openAiError(400, 'invalid_offer', `The SDP offer cannot be used: ${problems.join('; ')}.`, 'sdp'),
+        rejected: (message) => openAiError(400, 'invalid_offer', `The SDP offer could not be applied: ${message}`, 'sdp'),
+        busy: (message) => openAiError(503, 'server_busy', message, null, { 'Retry-After': '5' }),
+        limited: (err) => callLimited('openai', err, services.metrics),
+      },
+    );
+    return reply.code(201).type('application/sdp').header('Location', `/v1/realtime/calls/${conversationId}`).send(answerSdp);
+  }
 
   app.post<{ Params: { id: string } }>(
     '/v1/realtime/calls/:id/hangup',

@@ -8,7 +8,7 @@ import type { TokenClaims } from '../../auth/tokens.js';
 import { looksLikeApiKey } from '../../config/apiKeyFormat.js';
 import { CallCapacityExceeded, CallLimitExceeded } from '../../calls/callManager.js';
 import { MAX_AUDIO_MESSAGE_BYTES } from '../../calls/protocol/message.js';
-import { openAiDefaultSession } from '../../calls/protocol/openaiSession.js';
+import { applyOpenAiSession, openAiDefaultSession } from '../../calls/protocol/openaiSession.js';
 import { websocketChannel } from '../../calls/websocket/websocketChannel.js';
 import { WebSocketTransport } from '../../calls/websocket/websocketTransport.js';
 import type { Session } from '../../session/session.js';
@@ -44,7 +44,8 @@ const badCredential = () => openAiError(401, 'invalid_api_key', 'Incorrect API k
 
 /** Who is calling: the server API key or a token (ek_ client secret) in the header, or an ek_ secret in a subprotocol. */
 async function authenticate(services: Services, req: FastifyRequest): Promise<{ apiKeyId: string; token: TokenClaims | null }> {
-  const header = bearerCredential(req.headers.authorization);
+  // Azure's clients send the key in an `api-key` header.
+  const header = bearerCredential(req.headers.authorization) ?? (typeof req.headers['api-key'] === 'string' ? req.headers['api-key'] : null);
   const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
   const fromProtocol = offered.find((p) => p.startsWith(KEY_SUBPROTOCOL))?.slice(KEY_SUBPROTOCOL.length);
   const credential = header ?? fromProtocol;
@@ -72,14 +73,28 @@ export const realtimeSocketRoutes = (services: Services): FastifyPluginAsync => 
     },
   });
 
-  app.get<{ Querystring: { model?: string; call_id?: string } }>(
-    '/v1/realtime',
+  // Azure OpenAI's form of the same door (`/openai/realtime?api-version=…&deployment=…`, the key in an
+  // `api-key` header), as Azure's clients (rt-client) open it: the beta dialect, the deployment as the model.
+  for (const [path, summary] of [
+    ['/v1/realtime', "OpenAI's Realtime over WebSocket: a session speaking the realtime events (audio inside them), or with call_id a sideband connection to a live call"],
+    ['/openai/realtime', "Azure OpenAI's form of the Realtime WebSocket (api-version, deployment as the model, the key in an api-key header): a session in the beta dialect"],
+  ] as const) app.get<{ Querystring: { model?: string; call_id?: string; intent?: string; deployment?: string; 'api-version'?: string } }>(
+    path,
     {
       websocket: true,
       schema: {
-        summary: "OpenAI's Realtime over WebSocket: a session speaking the realtime events (audio inside them), or with call_id a sideband connection to a live call",
+        summary,
         tags: ['openai'],
-        querystring: { type: 'object', properties: { model: { type: 'string', maxLength: 128 }, call_id: { type: 'string', maxLength: 64 } } },
+        querystring: {
+          type: 'object',
+          properties: {
+            model: { type: 'string', maxLength: 128 },
+            call_id: { type: 'string', maxLength: 64 },
+            // `transcription`: a transcription session (the beta's way to open one; GA clients may also say so in session.update).
+            intent: { type: 'string', maxLength: 32 },
+            ...(path === '/openai/realtime' ? { deployment: { type: 'string', maxLength: 128 }, 'api-version': { type: 'string', maxLength: 64 } } : {}),
+          },
+        },
       },
       // Before the upgrade: whatever refuses the session answers in HTTP. Credentials first; the
       // calls-per-token rate limit (rateLimits.ts) comes between them and the session's admission.
@@ -95,18 +110,24 @@ export const realtimeSocketRoutes = (services: Services): FastifyPluginAsync => 
       preHandler: async (req) => {
         const apiKeyId = req.apiKeyId!;
         const token = req.token ?? null;
-        if (req.query.call_id !== undefined) return await attachingSideband(req, apiKeyId, token);
+        if (req.query.call_id !== undefined && path === '/v1/realtime') return await attachingSideband(req, apiKeyId, token);
         let session: Session = openAiDefaultSession(services.sessionDefaults);
         const minted = token ? await services.clientSecretSessions.get(token.jti) : undefined;
         if (minted) session = { ...session, ...(minted as Session) };
-        if (req.query.model) session = { ...session, model: req.query.model };
-        const transport = new WebSocketTransport(services.config.WEBSOCKET_MAX_UNSENT_BYTES);
+        const azure = path === '/openai/realtime';
+        const model = req.query.model ?? (azure ? req.query.deployment : undefined);
+        if (model) session = { ...session, model };
+        if (req.query.intent === 'transcription' && session.kind !== 'transcription') {
+          const applied = applyOpenAiSession(session, { type: 'transcription' }, services.sessionDefaults.turnDetection);
+          if (applied.ok) session = applied.session;
+        }
+        const transport = new WebSocketTransport(services.config.WEBSOCKET_MAX_UNSENT_BYTES, services.config.WEBSOCKET_AUDIO_LEAD_MS);
         // The beta dialect, asked for by header (server clients) or subprotocol (browsers).
-        const beta = /realtime=v1/.test(String(req.headers['openai-beta'] ?? '')) || String(req.headers['sec-websocket-protocol'] ?? '').includes('openai-beta.realtime-v1');
+        const beta = azure || /realtime=v1/.test(String(req.headers['openai-beta'] ?? '')) || String(req.headers['sec-websocket-protocol'] ?? '').includes('openai-beta.realtime-v1');
         try {
           await services.calls.create(
             // An API key's session has no token: it is counted under the key, and its own id.
-            { apiKeyId, tokenId: token?.jti ?? randomId('ws_'), endUser: token?.end_user ?? null, session, protocol: beta ? 'openai-beta' : 'openai' },
+            { apiKeyId, tokenId: token?.jti ?? randomId('ws_'), endUser: token?.end_user ?? null, session, protocol: azure ? 'openai-azure' : beta ? 'openai-beta' : 'openai' },
             () => ({ transport, accept: async () => undefined }),
           );
         } catch (err) {

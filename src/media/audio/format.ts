@@ -27,6 +27,11 @@ export interface AudioOut {
   clear(): number;
   /** Milliseconds of audio written that the caller has not heard yet. */
   readonly queuedMs: number;
+  /**
+   * Resolves once everything written has been handed to the caller (an out that paces its sending;
+   * one that sends as it is written leaves it out): a reply is in progress until then.
+   */
+  sent?(): Promise<void>;
   /** Tells `listener` of each playback from now on; returns the unsubscribe. */
   onPlayback(listener: PlaybackListener): () => void;
 }
