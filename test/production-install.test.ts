@@ -15,7 +15,7 @@ import { delimiter, join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Agent, setGlobalDispatcher } from 'undici';
 import { openCall, type RtcClient } from './helpers/rtcClient.ts';
-import { LOOPBACK_SERVER_ENV, http, mintToken } from './helpers/server.ts';
+import { LOOPBACK_SERVER_ENV, http, killWithThisProcess, mintToken } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -150,6 +150,7 @@ test('under Node 24 the server started as the Dockerfile starts it, with a devel
   setGlobalDispatcher(new Agent({ connect: { ca: readFileSync(tlsSettings.NODE_EXTRA_CA_CERTS!, 'utf8') } }));
   const env = nodeLtsEnv({ ...LOOPBACK_SERVER_ENV, DATA_DIR: join(work, 'data'), TLS_CERT_FILE: tlsSettings.TLS_CERT_FILE!, TLS_KEY_FILE: tlsSettings.TLS_KEY_FILE! });
   const proc = spawn(NODE_LTS_BIN, ['dist/cli/main.js', 'serve'], { cwd: release, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  killWithThisProcess(proc);
   server = proc;
   let out = '';
   let err = '';

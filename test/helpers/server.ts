@@ -62,11 +62,22 @@ export function clusterEnv(opts: { databaseUrl: string; redisUrl?: string; lostA
  * Starts `parley serve`. `nodeArgs` go to node itself (e.g. --expose-gc, which makes each /metrics
  * scrape force a full GC before counting live call sessions). DATA_DIR in `extraEnv` is kept at stop.
  */
+/**
+ * Kills `child` if this process exits first: a test file ended by the runner (forceExit, a timeout)
+ * runs no after() hook, and its servers would outlive it, holding ports and CPU.
+ */
+export function killWithThisProcess(child: ChildProcess): void {
+  const kill = () => child.kill('SIGKILL');
+  process.once('exit', kill);
+  child.once('exit', () => process.off('exit', kill));
+}
+
 export async function startServer(extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<RunningServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-test-'));
   const env: NodeJS.ProcessEnv = { ...process.env, ...LOOPBACK_SERVER_ENV, DATA_DIR: dataDir, ...extraEnv };
   if (env.DATA_DIR !== dataDir) rmSync(dataDir, { recursive: true, force: true });
   const proc = spawn(process.execPath, [...nodeArgs, ...PARLEY, 'serve'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  killWithThisProcess(proc);
   let out = '';
   let err = '';
   proc.stderr!.on('data', (d) => (err += d));
