@@ -48,10 +48,11 @@ test('a recording past RECORDING_MAX_BYTES stops as a valid file, the client is 
     client.close();
   }
   const id = client.conversationId;
+  // The recording's outcome is written once its file is closed, just after the call's end.
   const conversation = await until(
-    'the call to end',
+    'the call to end and its recording to close',
     () => http(server.baseUrl, `/v1/realtime/conversations/${id}`, { token: server.devKey }),
-    (r) => r.body?.state === 'ended',
+    (r) => r.body?.state === 'ended' && r.body?.recording !== 'recording',
   );
   assert.equal(conversation.body.recording, 'truncated');
   const res = await fetch(`${server.baseUrl}/v1/realtime/conversations/${id}/recording`, { headers: { authorization: `Bearer ${server.devKey}` } });
