@@ -147,6 +147,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   let wasAccepting = true;
   const nodeLoad: NodeLoad = new NodeLoad({
     threshold: config.LOAD_THRESHOLD,
+    loopLagMs: () => eventLoop.worstDelayMs,
     onSample: (load) => {
       metrics.nodeLoad.set(load);
       metrics.opusComplexity.set(encoderComplexity.observe(load));

@@ -27,6 +27,11 @@ export class EventLoopWatch {
     this.timer.unref();
   }
 
+  /** The loop's worst delay in the last full second, ms (the node's load takes it too). */
+  get worstDelayMs(): number {
+    return this.lastMaxMs;
+  }
+
   health(): Health {
     if (this.lastMaxMs <= this.degradedAboveMs) return { state: 'ready' };
     return { state: 'degraded', detail: `the event loop ran ${Math.round(this.lastMaxMs)} ms late in the last second (bound ${this.degradedAboveMs} ms)` };

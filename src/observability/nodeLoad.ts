@@ -8,7 +8,7 @@
 // taking jobs above their load threshold; on the way there the Opus encoders give up complexity
 // (src/media/encoderComplexity.ts).
 import { cpus } from 'node:os';
-import { monitorEventLoopDelay, performance, type EventLoopUtilization, type IntervalHistogram } from 'node:perf_hooks';
+import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import type { Health } from './readiness.js';
 
 /** Loop lateness that counts as a full load: five 20 ms media frames late. */
@@ -35,6 +35,8 @@ export function loadOf(sample: LoadSample): number {
 export interface NodeLoadOptions {
   /** The load above which the node takes no new calls; 0 turns that off. */
   threshold: number;
+  /** The event loop's worst delay in the last second, ms (EventLoopWatch measures it once for both). */
+  loopLagMs: () => number;
   intervalMs?: number;
   /** Told each new figure (metrics, the encoders' complexity). */
   onSample?: (load: number, sample: LoadSample) => void;
@@ -44,12 +46,10 @@ export class NodeLoad {
   private figure = 0;
   private shedding = false;
   private readonly timer: NodeJS.Timeout;
-  private readonly lag: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
   private lastElu: EventLoopUtilization = performance.eventLoopUtilization();
   private lastCpu = cpuTimes();
 
   constructor(private readonly opts: NodeLoadOptions) {
-    this.lag.enable();
     this.timer = setInterval(() => this.sample(), opts.intervalMs ?? 1000);
     this.timer.unref();
   }
@@ -57,10 +57,6 @@ export class NodeLoad {
   /** The smoothed load figure. */
   get value(): number {
     return this.figure;
-  }
-
-  get threshold(): number {
-    return this.opts.threshold;
   }
 
   /** Why the node takes no new calls now, or undefined while it does. */
@@ -84,10 +80,8 @@ export class NodeLoad {
     const sample: LoadSample = {
       eventLoopBusy: elu.utilization,
       machineCpu: Math.min(1, Math.max(0, busy)),
-      // The histogram counts in ns, and its resolution's own period in the delay.
-      loopLagMs: Math.max(0, this.lag.max / 1e6 - 10),
+      loopLagMs: this.opts.loopLagMs(),
     };
-    this.lag.reset();
     this.figure = SMOOTHING * loadOf(sample) + (1 - SMOOTHING) * this.figure;
     const { threshold } = this.opts;
     this.shedding = threshold > 0 && (this.shedding ? this.figure >= threshold - LOAD_HYSTERESIS : this.figure >= threshold);
@@ -96,7 +90,6 @@ export class NodeLoad {
 
   stop(): void {
     clearInterval(this.timer);
-    this.lag.disable();
   }
 }
 
