@@ -11,6 +11,7 @@ import type { AgentRegistry } from './agent/registry.js';
 import { Admission } from './calls/admission.js';
 import { CallManager } from './calls/callManager.js';
 import { RevocationWatcher } from './calls/revocationWatcher.js';
+import { SipDialerSlot } from './calls/sip/sipDialer.js';
 import { SipRouting } from './calls/sip/sipRouting.js';
 import { NodeDirectory } from './calls/nodeDirectory.js';
 import { CandidateFilter, ownMediaAddresses } from './calls/webrtc/candidateFilter.js';
@@ -55,6 +56,8 @@ export interface Services extends Store, WebhookStores {
   calls: CallManager;
   /** Ringing SIP calls waiting for the app's accept, reject or refer. */
   sipRouting: SipRouting;
+  /** Outbound phone calls, once the SIP door listens (SIP_PORT). */
+  sipDialer: SipDialerSlot;
   /** WebRTC transports for the calls routes' offers. */
   webrtc: WebRtcTransports;
   /** Who may open another call (node, half-open, per-key and per-token limits). */
@@ -275,6 +278,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     tokens,
     calls,
     sipRouting,
+    sipDialer: new SipDialerSlot(),
     webrtc,
     admission,
     metrics,

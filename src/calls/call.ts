@@ -168,6 +168,11 @@ export class Call implements CallControl {
     return this.firstConnectedAt;
   }
 
+  /** An outbound phone call's final INVITE status (200, 486 busy, 487 unanswered…); undefined for others. */
+  get sipStatus(): number | undefined {
+    return this.transport.sipStatus;
+  }
+
   /** Which wire carries the call (`webrtc`…). */
   get transportKind(): string {
     return this.transport.kind;

@@ -29,6 +29,8 @@ export interface CallRequest {
   session: Session;
   /** The event protocol the client speaks (from the route its request came through). */
   protocol: ProtocolName;
+  /** How long it may take to connect, when not the node's CALL_CONNECT_TIMEOUT_MS (an outbound phone call rings first). */
+  connectTimeoutMs?: number;
   /** Resume this earlier conversation's thread (its history becomes the agent's context). */
   resume?: { threadId: string; history: ConversationTurn[] };
 }
@@ -113,7 +115,7 @@ export class CallManager {
         conversation: conversationOf(history),
         agentFor: this.opts.agentFor,
         protocol: this.opts.protocols[req.protocol],
-        timeouts: this.opts.timeouts,
+        timeouts: req.connectTimeoutMs === undefined ? this.opts.timeouts : { ...this.opts.timeouts, connectTimeoutMs: req.connectTimeoutMs },
         rates: this.opts.rates,
         log,
       });

@@ -66,6 +66,8 @@ interface Transport {
   readonly offers: WireOffers;
   /** Where the agent's speech goes: 48 kHz mono PCM, encoded and clocked out by the transport. */
   readonly audioOut: AudioOut;
+  /** An outbound phone call's final INVITE status (200, 486, 487…), once known; undefined on every other wire. */
+  readonly sipStatus?: number;
   /** Starts telling `events` what happens; nothing is told before. */
   attach(events: TransportEvents): void;
   /** Asks the client for a key frame of its camera, when its wire carries one (false: none asked for). */

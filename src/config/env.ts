@@ -170,6 +170,41 @@ const sipRegistrations: Parser<SipRegistrationSetting[]> = (raw) =>
     return { user: decodeURIComponent(m[1]!), password: decodeURIComponent(m[2]!), host: m[3]!.replace(/^\[|\]$/g, ''), port, expires };
   });
 
+/** The trunk outbound SIP calls go through (SIP_OUTBOUND_TRUNK): its host and port, and digest credentials when it asks. */
+export interface SipTrunkSetting {
+  host: string;
+  port: number;
+  user?: string;
+  password?: string;
+}
+
+const sipTrunk: Parser<SipTrunkSetting | undefined> = (raw) => {
+  if (raw.trim() === '') return undefined;
+  // sip:[user:password@]host[:port] (the password percent-encoded where it has : @ , ;).
+  const m = /^sip:(?:([^:@;]+):([^@;]*)@)?(\[[0-9a-fA-F:.]+\]|[^:;@\[\]]+)(?::(\d{1,5}))?$/.exec(raw.trim());
+  if (!m) throw new Error('is not like sip:[user:password@]host[:port]');
+  const port = m[4] ? Number(m[4]) : 5060;
+  if (port < 1 || port > 65535) throw new Error(`port ${port} out of range`);
+  const credentials = m[1] === undefined ? {} : { user: decodeURIComponent(m[1]), password: decodeURIComponent(m[2]!) };
+  return { host: m[3]!.replace(/^\[|\]$/g, ''), port, ...credentials };
+};
+
+/** SIP_OUTBOUND_ALLOW: which destinations each API key may call (`*` for every key), as glob patterns. */
+export type SipOutboundAllow = Map<string, string[]>;
+
+const sipOutboundAllow: Parser<SipOutboundAllow> = (raw) => {
+  const allow: SipOutboundAllow = new Map();
+  raw.split(';').map((s) => s.trim()).filter(Boolean).forEach((entry, i) => {
+    const eq = entry.indexOf('=');
+    const key = entry.slice(0, eq).trim();
+    const patterns = list(entry.slice(eq + 1));
+    if (eq < 1 || !(key === '*' || /^key_[A-Za-z0-9]+$/.test(key)) || !patterns.length) throw new Error(`entry ${i + 1} is not like key_…=PATTERN[,PATTERN…] (or *=… for every key)`);
+    for (const p of patterns) if (!/^[A-Za-z0-9+*._~:@;=%\[\]-]+$/.test(p)) throw new Error(`entry ${i + 1}: pattern "${p}" has characters a destination never has`);
+    allow.set(key, [...(allow.get(key) ?? []), ...patterns]);
+  });
+  return allow;
+};
+
 const secretList: Parser<string[]> = (raw) => {
   const secrets = list(raw);
   for (const s of secrets) if (s.length < 16) throw new Error('each secret must be at least 16 characters');
@@ -500,6 +535,39 @@ export const settings = {
       if (raw !== '' && !/^key_[A-Za-z0-9]+$/.test(raw)) throw new Error('must be an API key id (key_…), as `parley keys list` shows');
       return raw;
     },
+  },
+  SIP_OUTBOUND_TRUNK: {
+    doc: 'The SIP trunk or proxy outbound calls (POST /v1/realtime/sip/calls) go through: sip:[user:password@]host[:port] (UDP, port 5060 by default; the credentials answer its digest challenge; percent-encode : @ , ; in the password). A number is called as sip:NUMBER@host; a SIP URI is sent through it with its own Request-URI. Empty: numbers cannot be called, SIP URIs are called directly. Registered phones are always called directly.',
+    default: '',
+    parse: sipTrunk,
+  },
+  SIP_OUTBOUND_CALLER_ID: {
+    doc: "The caller id (the From user) of outbound SIP calls that name none: a number (+…) or a user name.",
+    default: 'parley',
+    parse: (raw: string) => {
+      if (!/^\+?[A-Za-z0-9._~-]{1,64}$/.test(raw)) throw new Error('must be a number (+…) or a user name of letters, digits and . _ ~ -');
+      return raw;
+    },
+  },
+  SIP_OUTBOUND_ALLOW: {
+    doc: "Which destinations each API key may call out to (toll-fraud guard), as semicolon-separated key_…=PATTERN[,PATTERN…] entries, `*=…` for every key; a pattern is a glob (* any characters) on the destination as written: a number (+4930*), a SIP URI (sip:*@pbx.example.com) or a registered user's name (alice, *). Empty: no key may call out (403).",
+    default: '',
+    parse: sipOutboundAllow,
+  },
+  SIP_OUTBOUND_MAX_CALLS: {
+    doc: 'Outbound SIP calls (ringing or answered) this node (each worker) carries at once; beyond it a request gets 429.',
+    default: '20',
+    parse: int(1, 10_000),
+  },
+  SIP_OUTBOUND_MAX_CALLS_PER_KEY: {
+    doc: 'Outbound SIP calls (ringing or answered) one API key has on this node (each worker) at once; beyond it a request gets 429. They count in MAX_CALLS_PER_KEY too.',
+    default: '5',
+    parse: int(1, 10_000),
+  },
+  RATE_LIMIT_SIP_OUTBOUND_PER_KEY: {
+    doc: 'Outbound SIP call attempts one API key may make per RATE_LIMIT_WINDOW_SECONDS (refused ones included), counted across nodes with Redis; beyond it 429 with Retry-After. 0: no limit.',
+    default: '30',
+    parse: int(0, 1_000_000),
   },
   SIP_ROUTING_TIMEOUT_MS: {
     doc: 'How long a SIP call rings waiting for the app\'s accept, reject or refer after its realtime.call.incoming webhook; then SIP_DEFAULT_ROUTE applies. Keep it below CALL_CONNECT_TIMEOUT_MS (the call must connect within that).',

@@ -21,6 +21,7 @@ import { demoRoutes } from './routes/demo.js';
 import { clientSecretsRoutes } from './routes/clientSecrets.js';
 import { iceConfigRoutes } from './routes/iceConfig.js';
 import { OPENAI_NAMED_SCHEMAS, callFormConstraint, openAiRoutes } from './routes/openai.js';
+import { SIP_CALLS_NAMED_SCHEMAS, sipCallsRoutes } from './routes/sipCalls.js';
 import { SIP_ROUTING_NAMED_SCHEMAS, sipRoutingRoutes } from './routes/sipRouting.js';
 import { realtimeSocketRoutes } from './routes/realtimeSocket.js';
 import { BODY_LIMIT, HealthResponse, MAX_JSON_DEPTH, MetricsQuery, NAMED_SCHEMAS, OpenApiResponse, ReadinessResponse } from './schemas.js';
@@ -81,7 +82,7 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
   // First: the document collects the routes as they are declared.
   await registerOpenApi(app, {
     operatorPaths: OPERATOR_PATHS,
-    namedSchemas: [...ERROR_SCHEMAS, ValidationDetail, ...NAMED_SCHEMAS, ...OPENAI_NAMED_SCHEMAS, ...SIP_ROUTING_NAMED_SCHEMAS, ConversationResponse, CallUsageSchema, CallQualitySchema],
+    namedSchemas: [...ERROR_SCHEMAS, ValidationDetail, ...NAMED_SCHEMAS, ...OPENAI_NAMED_SCHEMAS, ...SIP_ROUTING_NAMED_SCHEMAS, ...SIP_CALLS_NAMED_SCHEMAS, ConversationResponse, CallUsageSchema, CallQualitySchema],
   });
 
   // Bodies are JSON whatever the Content-Type says (FastAPI-era clients are not always exact);
@@ -186,6 +187,7 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
   await app.register(callRoutes(services));
   await app.register(openAiRoutes(services));
   await app.register(sipRoutingRoutes(services));
+  await app.register(sipCallsRoutes(services));
   await app.register(realtimeSocketRoutes(services));
   await app.register(catalogRoutes(services));
   await app.register(conversationRoutes(services));

@@ -61,7 +61,7 @@ export class Metrics {
   readonly tokensIssued = new Counter({ name: 'parley_tokens_issued_total', help: 'Ephemeral tokens minted', registers: [this.registry] });
   readonly rateLimited = new Counter({
     name: 'parley_rate_limited_total',
-    help: 'Requests refused (429; SIP: 503) by a rate limit, by limit (cs-ip, cs-key, calls-token, demo-ip, sip-invite-ip; concurrent calls: calls-key, calls-key-half-open, calls-token-concurrent; SIP connections past the share of their address: sip-tcp-ip; INVITEs of a user in its wrong-password backoff: sip-auth-user)',
+    help: 'Requests refused (429; SIP: 503) by a rate limit, by limit (cs-ip, cs-key, calls-token, demo-ip, sip-invite-ip, sip-outbound-key; concurrent calls: calls-key, calls-key-half-open, calls-token-concurrent; SIP connections past the share of their address: sip-tcp-ip; INVITEs of a user in its wrong-password backoff: sip-auth-user)',
     labelNames: ['limit'] as const,
     registers: [this.registry],
   });
@@ -81,6 +81,12 @@ export class Metrics {
     name: 'parley_sip_registration_up',
     help: 'Whether an upstream SIP registration (SIP_REGISTRATIONS) is in force, by registrar and user',
     labelNames: ['registrar', 'user'] as const,
+    registers: [this.registry],
+  });
+  readonly sipOutboundCalls = new Counter({
+    name: 'parley_sip_outbound_calls_total',
+    help: 'Outbound SIP call attempts and what became of them, by outcome: placed, refused (the toll-fraud guard, a limit, a bad destination), answered, busy, no_answer, unreachable, rejected, media_unacceptable',
+    labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
   readonly sipRegistrationFailures = new Counter({

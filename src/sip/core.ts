@@ -6,6 +6,7 @@ import type { Session } from '../session/session.js';
 import type { AuthBackoff } from './authBackoff.js';
 import type { DigestAuth } from './digest.js';
 import type { Peer } from './listener.js';
+import type { OutboundOptions } from './outboundCalls.js';
 import type { RegistrarOptions } from './registrar.js';
 import type { RegistrationState } from './outboundRegistrations.js';
 import type { SipRegistrationSetting } from '../config/env.js';
@@ -34,6 +35,8 @@ export interface SipServerOptions {
   registrations: { accounts: SipRegistrationSetting[]; changed: (state: RegistrationState) => void };
   /** Where registered phones' bindings are kept (the registrar, registrar.ts). */
   registrar: RegistrarOptions;
+  /** Outbound calls: the trunk, the caller id, the toll-fraud guard (outboundCalls.ts). */
+  outbound: OutboundOptions;
   /** Each call's media settings (the caller's inactivity timeout). */
   media: SipMediaOptions;
   /** The address our SDP and Contact announce (reachable by callers). */

@@ -47,7 +47,7 @@ export class InviteHandler {
       log.warn('SIP call refused: no active API key owns SIP calls (create one, or set SIP_API_KEY_ID)');
       return respond(req, peer, 503, 'Service Unavailable', tx);
     }
-    const transport = await SipTransport.open(opts.host, offer.offer, opts.media);
+    const transport = await SipTransport.open(opts.host, opts.media, offer.offer);
     const localTag = randomTag();
     const sessionId = Date.now() % 1e9;
     const answer = () => writeAnswer({ sessionId, version: 1, address: opts.announcedAddress, rtpPort: transport.rtpPort, rtcpPort: transport.rtcpPort, offer: offer.offer, localCrypto: transport.localCrypto });

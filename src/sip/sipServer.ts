@@ -12,6 +12,7 @@ import { InviteHandler } from './invite.js';
 import { SipListener, type Peer } from './listener.js';
 import { param, parseMessage, type SipRequest } from './message.js';
 import { hostPort, responseTo, type Headers } from './responses.js';
+import { OutboundCalls } from './outboundCalls.js';
 import { OutboundRegistrations, type RegistrationState } from './outboundRegistrations.js';
 import { Registrar } from './registrar.js';
 import { refusalOf } from './requestChecks.js';
@@ -26,10 +27,14 @@ export class SipServer implements SipCore {
   private readonly dialogs = new Dialogs(this, this.requests);
   private readonly invites = new InviteHandler(this, this.dialogs);
   private readonly inDialog = new InDialogRequests(this, this.dialogs);
+  /** Our outbound calls (POST /v1/realtime/sip/calls) and their INVITEs. */
+  readonly outbound: OutboundCalls;
   private registrar!: Registrar;
   private registrations!: OutboundRegistrations;
 
-  private constructor(readonly opts: SipServerOptions) {}
+  private constructor(readonly opts: SipServerOptions) {
+    this.outbound = new OutboundCalls(this, this.dialogs, this.requests, opts.outbound);
+  }
 
   static async start(opts: SipServerOptions): Promise<SipServer> {
     const server = new SipServer(opts);
@@ -62,6 +67,7 @@ export class SipServer implements SipCore {
 
   async close(): Promise<void> {
     this.registrations?.stop();
+    this.outbound.close();
     this.requests.close();
     this.dialogs.close();
     this.transactions.close();
@@ -94,7 +100,9 @@ export class SipServer implements SipCore {
     }
     const message = parsed.message;
     try {
-      if (message.kind === 'response') this.requests.received(message);
+      if (message.kind === 'response') {
+        if (message.cseq.method !== 'INVITE' || !this.outbound.received(message)) this.requests.received(message);
+      }
       else this.requestReceived(message, peer);
     } catch (err) {
       // A message we fail on is answered 500 (never a crash).

@@ -26,13 +26,26 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
   // Our SDP must name an address the caller's RTP can reach: a wildcard names none.
   if (wildcard && !config.ICE_PUBLIC_IP) throw new StartupError(`SIP binds ${host}: set SIP_HOST to an address callers reach, or ICE_PUBLIC_IP, for the SDP answers to announce`);
   // INVITEs are counted where the HTTP limits are (Redis across nodes, else this process).
-  const limits = config.RATE_LIMIT_SIP_INVITES_PER_IP ? await openRateLimitStore(config, log) : undefined;
+  const limits = config.RATE_LIMIT_SIP_INVITES_PER_IP || config.RATE_LIMIT_SIP_OUTBOUND_PER_KEY ? await openRateLimitStore(config, log) : undefined;
   const started = SipServer.start({
-    inviteLimit: limits && (async (address) => {
+    inviteLimit: limits && config.RATE_LIMIT_SIP_INVITES_PER_IP ? (async (address) => {
       const decision = await limits.hit('sip-invite-ip', address, config.RATE_LIMIT_SIP_INVITES_PER_IP, config.RATE_LIMIT_WINDOW_SECONDS * 1000);
       if (!decision.allowed) services.metrics.rateLimited.inc({ limit: 'sip-invite-ip' });
       return decision;
-    }),
+    }) : undefined,
+    outbound: {
+      trunk: config.SIP_OUTBOUND_TRUNK,
+      callerId: config.SIP_OUTBOUND_CALLER_ID,
+      allow: config.SIP_OUTBOUND_ALLOW,
+      maxCalls: config.SIP_OUTBOUND_MAX_CALLS,
+      maxCallsPerKey: config.SIP_OUTBOUND_MAX_CALLS_PER_KEY,
+      attemptLimit: limits && config.RATE_LIMIT_SIP_OUTBOUND_PER_KEY ? async (apiKeyId) => {
+        const decision = await limits.hit('sip-outbound-key', apiKeyId, config.RATE_LIMIT_SIP_OUTBOUND_PER_KEY, config.RATE_LIMIT_WINDOW_SECONDS * 1000);
+        if (!decision.allowed) services.metrics.rateLimited.inc({ limit: 'sip-outbound-key' });
+        return decision;
+      } : undefined,
+      counted: (outcome) => services.metrics.sipOutboundCalls.inc({ outcome }),
+    },
     host,
     port: config.SIP_PORT!,
     // The certificate HTTPS serves also secures SIP signalling (the media stays plain RTP).
@@ -82,11 +95,13 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
       : bindFailure(err.cause, 'SIP', err.host, err.port, 'SIP_PORT (or SIP_HOST)');
   });
   log.info({ sip: server.ports }, 'SIP front door listening');
+  services.sipDialer.dialer = server.outbound;
   const announced = config.ICE_PUBLIC_IP || host;
   await services.announceSip(`${announced.includes(':') ? `[${announced}]` : announced}:${server.ports.udp}`).catch((err: Error) => log.warn({ err: err.message }, 'could not record the SIP address in the registry yet (the next heartbeat will)'));
   if (config.SIP_REGISTRATIONS.length) services.readiness.register('sip_registrations', () => registrationsHealth(server.registrationStates));
   return {
     close: async () => {
+      services.sipDialer.dialer = undefined;
       await server.close();
       await limits?.close();
     },

@@ -21,6 +21,8 @@ export interface ConversationRecord {
   recording: RecordingState | null;
   /** The front door it came through (webrtc, websocket, sip); null on old records. */
   transport: string | null;
+  /** An outbound SIP call's final INVITE status (200 answered, 486 busy, 487 unanswered…); null otherwise. */
+  sipStatus: number | null;
   /** Its usage and quality at its end (calls/callFigures.ts); null before, or when none were recorded. */
   usage: Record<string, unknown> | null;
   quality: Record<string, unknown> | null;
@@ -58,6 +60,7 @@ interface UnwrittenEnd {
   reason: string;
   endedAt: string;
   figures?: RecordedFigures;
+  sipStatus?: number;
 }
 
 export class ConversationStore {
@@ -110,8 +113,8 @@ export class ConversationStore {
    * Records the end once: later calls for the same conversation change nothing. While the database
    * is unavailable the end is kept (with its time) and written by `writeUnwrittenEnds`.
    */
-  async finish(id: string, state: 'ended' | 'failed', reason: string, figures?: RecordedFigures): Promise<void> {
-    const end: UnwrittenEnd = { state, reason, endedAt: new Date().toISOString(), ...(figures ? { figures } : {}) };
+  async finish(id: string, state: 'ended' | 'failed', reason: string, figures?: RecordedFigures, sipStatus?: number): Promise<void> {
+    const end: UnwrittenEnd = { state, reason, endedAt: new Date().toISOString(), ...(figures ? { figures } : {}), ...(sipStatus === undefined ? {} : { sipStatus }) };
     try {
       await this.writeEnd(id, end);
     } catch (err) {
@@ -142,6 +145,7 @@ export class ConversationStore {
         state: end.state,
         end_reason: end.reason,
         ended_at: end.endedAt,
+        ...(end.sipStatus === undefined ? {} : { sip_status: end.sipStatus }),
         ...(end.figures ? { usage: JSON.stringify(end.figures.usage), quality: end.figures.quality && JSON.stringify(end.figures.quality) } : {}),
       })
       .where('id', '=', id)
@@ -221,6 +225,7 @@ function toRecord(row: ConversationsTable): ConversationRecord {
     connectedAt: row.connected_at,
     endedAt: row.ended_at,
     nodeId: row.node_id,
+    sipStatus: row.sip_status ?? null,
     usage: row.usage === null ? null : (JSON.parse(row.usage) as Record<string, unknown>),
     quality: row.quality === null ? null : (JSON.parse(row.quality) as Record<string, unknown>),
     recording: (row.recording as RecordingState | null) ?? null,

@@ -57,6 +57,8 @@ export interface ConversationsTable {
   recording: string | null;
   /** The front door: webrtc, websocket or sip; null on records older than migration 0009. */
   transport: string | null;
+  /** An outbound SIP call's final INVITE status (200, 486, 487…); null for every other call. */
+  sip_status: number | null;
 }
 
 /** One row per Parley node (process identity, kept across restarts): its liveness and facts. */

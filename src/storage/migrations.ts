@@ -171,6 +171,12 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('nodes').addColumn('sip_address', 'varchar(255)').execute();
     },
   },
+  // The SIP status an outbound call's INVITE ended with (486 busy, 487 unanswered…), on its record.
+  '0012_sip_status': {
+    async up(db: Kysely<any>) {
+      await db.schema.alterTable('conversations').addColumn('sip_status', 'integer').execute();
+    },
+  },
   // SIP phones registered with the registrar (storage/sipBindings.ts), seen by every node.
   '0011_sip_bindings': {
     async up(db: Kysely<any>) {

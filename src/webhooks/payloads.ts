@@ -39,6 +39,7 @@ export const CallEndedData = Type.Object(
     connected_at: Type.Union([UnixSeconds('When media first flowed'), Type.Null()]),
     ended_at: UnixSeconds('When the call ended'),
     duration_s: Type.Number({ description: 'Connected time in seconds (0 for a call that never connected)' }),
+    sip_status: Type.Union([Type.Integer(), Type.Null()], { description: "An outbound SIP call's final INVITE status: 200 answered, 486 busy, 487 unanswered (end_reason no_answer), 408 unreachable, 603 declined…; null for other calls" }),
     usage: CallUsageSchema,
     quality: Type.Union([CallQualitySchema, Type.Null()]),
   },
@@ -101,6 +102,7 @@ export function callEndedData(call: Call, times: CallTimes): Static<typeof CallE
     ended_at: seconds(times.endedAt),
     // Connected time: zero for a call that never connected.
     duration_s: times.connectedAt === null ? 0 : Math.round(times.endedAt - times.connectedAt) / 1000,
+    sip_status: call.sipStatus ?? null,
     // Audio seconds each way and model tokens; the wire's loss, jitter, round trips and bitrates (null when it never connected).
     ...call.figures(),
   };
@@ -123,6 +125,7 @@ export function lostCallData(record: ConversationRecord): Static<typeof CallEnde
     started_at: seconds(startedAt),
     connected_at: connectedAt === null ? null : seconds(connectedAt),
     ended_at: seconds(endedAt),
+    sip_status: record.sipStatus,
     duration_s: connectedAt === null ? 0 : Math.round(endedAt - connectedAt) / 1000,
     usage: { caller_audio_s: 0, agent_audio_s: 0, input_tokens: 0, output_tokens: 0, video_frames_received: 0, video_frames_to_model: 0 },
     quality: null,

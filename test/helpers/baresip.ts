@@ -49,7 +49,10 @@ function recipeConfig(lines: Record<string, string>): string {
  * codec's rate: 8 kHz mono for G.711, 48 kHz for Opus — aufile does not resample); when the file
  * ends, baresip hangs up. It offers G.711 only, or Opus only (`codec: 'opus'`).
  */
-export async function startBaresip(dir: string, opts: { user: string; password?: string; wav: string; codec?: 'g711' | 'opus'; srtp?: boolean; registrar?: number }): Promise<Baresip> {
+export async function startBaresip(
+  dir: string,
+  opts: { user: string; password?: string; wav: string; codec?: 'g711' | 'opus'; srtp?: boolean; registrar?: number; listenPort?: number; answerMode?: 'auto' | 'manual' },
+): Promise<Baresip> {
   mkdirSync(dir, { recursive: true });
   const ctrlPort = await freePort();
   writeFileSync(
@@ -58,13 +61,15 @@ export async function startBaresip(dir: string, opts: { user: string; password?:
       'audio_source aufile,': `audio_source aufile,${opts.wav}`,
       'module g711.so': opts.codec === 'opus' ? 'module opus.so' : 'module g711.so',
       'snd_path ': `snd_path ${dir}`,
+      ...(opts.listenPort ? { 'sip_listen ': `sip_listen 127.0.0.1:${opts.listenPort}` } : {}),
     }) +
       [...(opts.srtp ? ['module srtp.so'] : []), 'net_interface 127.0.0.1', 'module_app ctrl_tcp.so', `ctrl_tcp_listen 127.0.0.1:${ctrlPort}`, ''].join('\n'),
   );
   // srtp-mand: RTP/SAVP with SDES keys, and no call without them.
   // With `registrar` (Parley's SIP port) it registers there (every 10 minutes); else it never registers.
   const aor = opts.registrar ? `<sip:${opts.user}@127.0.0.1:${opts.registrar}>;regint=600` : `<sip:${opts.user}@127.0.0.1>;regint=0`;
-  writeFileSync(join(dir, 'accounts'), `${aor}${opts.password ? `;auth_pass=${opts.password}` : ''}${opts.srtp ? ';mediaenc=srtp-mand' : ''}\n`);
+  // answermode=auto: it answers calls to it at once; manual: they ring until a command answers or refuses them.
+  writeFileSync(join(dir, 'accounts'), `${aor}${opts.password ? `;auth_pass=${opts.password}` : ''}${opts.srtp ? ';mediaenc=srtp-mand' : ''}${opts.answerMode ? `;answermode=${opts.answerMode}` : ''}\n`);
   const proc = spawn('baresip', ['-f', dir, '-s'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));

@@ -30,7 +30,7 @@ test('symmetric RTP, a third party dropped, G.711 both ways, key presses', async
   const announced = await udp();
   const caller = await udp();
   const stranger = await udp();
-  const transport = await SipTransport.open('127.0.0.1', { protocol: 'RTP/AVP', address: '127.0.0.1', port: announced.port, rtcpPort: announced.port + 1, codec: 'pcmu', payloadType: 0, dtmfPayloadType: 101, direction: 'sendrecv', ptime: 20 }, { inactivityTimeoutMs: 0 });
+  const transport = await SipTransport.open('127.0.0.1', { inactivityTimeoutMs: 0 }, { protocol: 'RTP/AVP', address: '127.0.0.1', port: announced.port, rtcpPort: announced.port + 1, codec: 'pcmu', payloadType: 0, dtmfPayloadType: 101, direction: 'sendrecv', ptime: 20 });
   const frames: Int16Array[] = [];
   const digits: string[] = [];
   let connected = false;
@@ -79,8 +79,8 @@ test('symmetric RTP, a third party dropped, G.711 both ways, key presses', async
 async function answering(port: number, opts: { cn?: boolean; inactivityTimeoutMs: number }) {
   const transport = await SipTransport.open(
     '127.0.0.1',
-    { protocol: 'RTP/AVP', address: '127.0.0.1', port, rtcpPort: port + 1, codec: 'pcmu', payloadType: 0, dtmfPayloadType: undefined, ...(opts.cn ? { comfortNoisePayloadType: 13 } : {}), direction: 'sendrecv', ptime: 20 },
     { inactivityTimeoutMs: opts.inactivityTimeoutMs },
+    { protocol: 'RTP/AVP', address: '127.0.0.1', port, rtcpPort: port + 1, codec: 'pcmu', payloadType: 0, dtmfPayloadType: undefined, ...(opts.cn ? { comfortNoisePayloadType: 13 } : {}), direction: 'sendrecv', ptime: 20 },
   );
   const lost: string[] = [];
   transport.attach({

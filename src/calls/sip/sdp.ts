@@ -189,3 +189,41 @@ function codecLines({ codec, payloadType }: AudioOffer): string[] {
   }
   return [`a=rtpmap:${payloadType} ${codec === 'pcmu' ? 'PCMU' : 'PCMA'}/8000`];
 }
+
+/** The payload types of our own offer (an outbound call): Opus, G.711's two laws, key presses, comfort noise. */
+const OFFER_OPUS_PT = 111;
+const OFFER_DTMF_PT = 101;
+
+export interface OfferParams {
+  sessionId: number;
+  address: string;
+  rtpPort: number;
+  rtcpPort: number;
+}
+
+/**
+ * Our offer for an outbound call (plain RTP): Opus first (wideband, FEC), then PCMU and PCMA, which
+ * every phone and trunk takes, RFC 4733 key presses and RFC 3389 comfort noise. The callee's answer
+ * names the codec taken, read by readOffer like an offer (the same m= line, one codec first).
+ */
+export function writeOffer({ sessionId, address, rtpPort, rtcpPort }: OfferParams): string {
+  const family = address.includes(':') ? 'IP6' : 'IP4';
+  return [
+    'v=0',
+    `o=parley ${sessionId} 1 IN ${family} ${address}`,
+    's=parley',
+    `c=IN ${family} ${address}`,
+    't=0 0',
+    `m=audio ${rtpPort} RTP/AVP ${OFFER_OPUS_PT} 0 8 ${OFFER_DTMF_PT} 13`,
+    `a=rtpmap:${OFFER_OPUS_PT} opus/48000/2`,
+    `a=fmtp:${OFFER_OPUS_PT} useinbandfec=1;stereo=0;sprop-stereo=0`,
+    'a=rtpmap:0 PCMU/8000',
+    'a=rtpmap:8 PCMA/8000',
+    `a=rtpmap:${OFFER_DTMF_PT} telephone-event/8000`,
+    `a=fmtp:${OFFER_DTMF_PT} 0-15`,
+    'a=rtpmap:13 CN/8000',
+    'a=ptime:20',
+    `a=rtcp:${rtcpPort}`,
+    'a=sendrecv',
+  ].join('\r\n') + '\r\n';
+}

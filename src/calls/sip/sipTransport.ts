@@ -10,7 +10,10 @@ import { randomBytes } from 'node:crypto';
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { isRtcp } from 'werift-rtp';
 import { SAMPLE_RATE, type AudioOut } from '../../media/audio/format.js';
+import { LateAudioOut } from '../../media/audio/lateAudioOut.js';
 import { frameConverter } from '../../media/audio/resample.js';
+import type { ReceptionStats } from '../../media/audioReceiver.js';
+import { RoundTripMeter } from '../../media/roundTrip.js';
 import { readRtp } from '../../media/rtp.js';
 import { RtpSession } from '../../media/rtpSession.js';
 import { SRTP_KEY_BYTES, SRTP_SALT_BYTES, SrtpChannel } from '../../media/srtp.js';
@@ -18,6 +21,9 @@ import { TelephoneEvents } from '../../media/telephoneEvent.js';
 import { rtpQuality, type WireQuality } from '../callFigures.js';
 import type { MediaTrackTransport, TransportEvents } from '../transport.js';
 import { answerDirection, type AudioOffer } from './sdp.js';
+
+/** An outbound call's reception before the callee answered. */
+const NOTHING_RECEIVED: ReceptionStats = { received: 0, expected: 0, lost: 0, jitterMs: 0, jitterP95Ms: undefined, payloadBytes: 0, audioSeconds: 0 };
 
 /** RTCP every five seconds, RFC 3550's minimum interval. */
 const RTCP_INTERVAL_MS = 5000;
@@ -43,14 +49,19 @@ export class SipTransport implements MediaTrackTransport {
   readonly kind = 'sip';
   // RTP audio; no channel for the event protocol (a phone): only sidebands hear the call's events.
   readonly offers = { mediaTrack: true, clientChannel: false } as const;
-  private readonly media: RtpSession;
+  /** The RTP session, once the other side's description is known (negotiated()). */
+  private media: RtpSession | undefined;
+  private guardedRtp: (packet: Buffer, from: RemoteInfo) => void = () => {};
+  private guardedRtcp: (packet: Buffer, from: RemoteInfo) => void = () => {};
+  /** Where the agent speaks: the RTP session's sender once there is one (an outbound call's agent exists before its answer). */
+  private readonly audio = new LateAudioOut();
   private readonly keys = new TelephoneEvents();
   private events: TransportEvents | undefined;
   private toInputRate: (frame: Int16Array) => Int16Array = (frame) => frame;
-  private offer: AudioOffer;
+  private offer!: AudioOffer;
   /** Where our RTP and RTCP go: the offer's addresses until the caller's packets latch theirs. */
-  private rtpPeer: Endpoint;
-  private rtcpPeer: Endpoint;
+  private rtpPeer: Endpoint = { address: '0.0.0.0', port: 0 };
+  private rtcpPeer: Endpoint = { address: '0.0.0.0', port: 0 };
   private rtpLatched = false;
   private rtcpLatched = false;
   private confirmed = false;
@@ -59,8 +70,13 @@ export class SipTransport implements MediaTrackTransport {
   /** The caller ended the dialog (BYE or CANCEL): nothing to say back on close. */
   private endedByCaller = false;
   /** SRTP for an RTP/SAVP call: our key (for the answer) and the channel that uses both. */
-  readonly localCrypto: { key: Buffer; salt: Buffer } | undefined;
-  private readonly srtp: SrtpChannel | undefined;
+  localCrypto: { key: Buffer; salt: Buffer } | undefined;
+  private srtp: SrtpChannel | undefined;
+  /**
+   * The final SIP status of an outbound call's INVITE (200 answered, 486 busy, 487 after our CANCEL
+   * at the ring timeout…), for its record and webhooks; undefined for an incoming call.
+   */
+  sipStatus: number | undefined;
   /** When the caller's RTP or RTCP last came (performance.now()), and the timer watching it. */
   private lastHeard = 0;
   private inactivity: NodeJS.Timeout | undefined;
@@ -68,9 +84,29 @@ export class SipTransport implements MediaTrackTransport {
   private constructor(
     private readonly rtp: Socket,
     private readonly rtcp: Socket,
-    offer: AudioOffer,
     private readonly options: SipMediaOptions,
   ) {
+    rtp.on('message', (packet: Buffer, from: RemoteInfo) => this.media && this.guardedRtp(packet, from));
+    rtcp.on('message', (packet: Buffer, from: RemoteInfo) => this.media && this.guardedRtcp(packet, from));
+  }
+
+  /**
+   * Binds the RTP and RTCP sockets on `host`: for an incoming call, answering `offer` at once; for
+   * an outbound one, to be offered, the media set up by negotiated() when the callee answers.
+   */
+  static async open(host: string, options: SipMediaOptions, offer?: AudioOffer): Promise<SipTransport> {
+    const [rtp, rtcp] = await Promise.all([bind(host), bind(host)]);
+    const transport = new SipTransport(rtp, rtcp, options);
+    if (offer) transport.negotiated(offer);
+    return transport;
+  }
+
+  /**
+   * The other side's description (the caller's offer, or the callee's answer to ours): the codec,
+   * where our packets go, SRTP keys for RTP/SAVP; the RTP session starts on it.
+   */
+  negotiated(offer: AudioOffer): void {
+    if (this.media) return;
     this.offer = offer;
     if (offer.crypto) {
       this.localCrypto = { key: randomBytes(SRTP_KEY_BYTES), salt: randomBytes(SRTP_SALT_BYTES) };
@@ -78,7 +114,7 @@ export class SipTransport implements MediaTrackTransport {
     }
     this.rtpPeer = { address: offer.address, port: offer.port };
     this.rtcpPeer = { address: offer.address, port: offer.rtcpPort };
-    this.media = new RtpSession({
+    const media = new RtpSession({
       payloadType: offer.payloadType,
       g711: offer.codec === 'opus' ? undefined : offer.codec,
       reportIntervalMs: RTCP_INTERVAL_MS,
@@ -93,14 +129,10 @@ export class SipTransport implements MediaTrackTransport {
       // RFC 3389 comfort noise when the caller offered it, else the codec's silence.
       keepAlive: offer.comfortNoisePayloadType === undefined ? { kind: 'silence' } : { kind: 'comfortNoise', payloadType: offer.comfortNoisePayloadType },
     });
-    rtp.on('message', this.media.guarded((packet: Buffer, from: RemoteInfo) => this.onRtp(packet, from)));
-    rtcp.on('message', this.media.guarded((packet: Buffer, from: RemoteInfo) => this.onRtcp(packet, from)));
-  }
-
-  /** Binds the RTP and RTCP sockets on `host` for a call answering `offer`. */
-  static async open(host: string, offer: AudioOffer, options: SipMediaOptions): Promise<SipTransport> {
-    const [rtp, rtcp] = await Promise.all([bind(host), bind(host)]);
-    return new SipTransport(rtp, rtcp, offer, options);
+    this.guardedRtp = media.guarded((packet: Buffer, from: RemoteInfo) => this.onRtp(packet, from));
+    this.guardedRtcp = media.guarded((packet: Buffer, from: RemoteInfo) => this.onRtcp(packet, from));
+    this.media = media;
+    this.audio.bind(media.audioOut);
   }
 
   get rtpPort(): number {
@@ -116,7 +148,7 @@ export class SipTransport implements MediaTrackTransport {
   }
 
   get audioOut(): AudioOut {
-    return this.media.audioOut;
+    return this.audio;
   }
 
   /** The dialog this transport's call is, once it is established. */
@@ -135,7 +167,7 @@ export class SipTransport implements MediaTrackTransport {
 
   /** The caller acknowledged our answer (ACK): the call is up and audio flows both ways. */
   confirm(): void {
-    if (this.confirmed || this.closed) return;
+    if (this.confirmed || this.closed || !this.media) return;
     this.confirmed = true;
     this.media.start();
     this.watchInactivity();
@@ -168,6 +200,7 @@ export class SipTransport implements MediaTrackTransport {
   }
 
   quality(): WireQuality {
+    if (!this.media) return rtpQuality(NOTHING_RECEIVED, { packets: 0, octets: 0 }, new RoundTripMeter());
     return rtpQuality(this.media.reception, this.media.sent, this.media.roundTrips);
   }
 
@@ -175,7 +208,7 @@ export class SipTransport implements MediaTrackTransport {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.inactivity);
-    this.media.stop();
+    this.media?.stop();
     if (!this.endedByCaller) this.dialog?.hangUp();
     this.rtp.close();
     this.rtcp.close();
@@ -237,7 +270,7 @@ export class SipTransport implements MediaTrackTransport {
       if (digit) this.events?.dtmf(digit);
       return;
     }
-    this.media.receiveRtp(packet);
+    this.media!.receiveRtp(packet);
   }
 
   private onRtcp(received: Buffer, from: RemoteInfo): void {
@@ -247,7 +280,7 @@ export class SipTransport implements MediaTrackTransport {
     const packet = this.srtp ? this.srtp.unprotectRtcp(received) : received;
     if (!packet) return;
     // Only a compound packet with a report in it latches (not a stray datagram).
-    if (!this.media.receiveRtcp(packet)) return;
+    if (!this.media!.receiveRtcp(packet)) return;
     if (!this.rtcpLatched) {
       this.rtcpLatched = true;
       this.rtcpPeer = { address: from.address, port: from.port };

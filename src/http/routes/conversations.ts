@@ -18,6 +18,7 @@ export const ConversationResponse = Type.Object(
   object: Type.Literal('realtime.conversation'),
   state: Type.String(),
   end_reason: Type.Union([Type.String(), Type.Null()]),
+  sip_status: Type.Union([Type.Integer(), Type.Null()], { description: "An outbound SIP call's final INVITE status (200, 486 busy, 487 unanswered…); null for other calls" }),
   created_at: Type.String(),
   connected_at: Type.Union([Type.String(), Type.Null()]),
   ended_at: Type.Union([Type.String(), Type.Null()]),
@@ -125,6 +126,7 @@ export function recordLifecycle(record: ConversationRecord) {
   return {
     state: record.state,
     end_reason: record.endReason,
+    sip_status: record.sipStatus,
     created_at: record.createdAt,
     connected_at: record.connectedAt,
     ended_at: record.endedAt,

@@ -1,0 +1,209 @@
+// Outbound phone calls (POST /v1/realtime/sip/calls): the destination read (a number through the
+// trunk, a SIP URI, or a phone registered with our registrar), the toll-fraud guard (every attempt
+// counted against the key's rate limit, the key's allowed destination patterns, caps on the
+// outbound calls of each key and of the node), then the call created under the one CallManager on
+// a SipTransport and its INVITE sent (outboundInvite.ts). When the callee answers the agent speaks
+// first, unless told to wait for the callee.
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { CallCapacityExceeded, CallLimitExceeded } from '../calls/callManager.js';
+import type { DialRefusal, DialRequest, DialResult, SipDialer } from '../calls/sip/sipDialer.js';
+import { SipTransport } from '../calls/sip/sipTransport.js';
+import type { SipOutboundAllow, SipTrunkSetting } from '../config/env.js';
+import { randomId } from '../system/ids.js';
+import type { ClientTransactions } from './clientTransactions.js';
+import type { SipCore } from './core.js';
+import type { Dialogs } from './dialogs.js';
+import type { Peer } from './listener.js';
+import type { SipResponse } from './message.js';
+import { OutboundInvite, type InviteFailure, type InviteTarget } from './outboundInvite.js';
+import { hostPort } from './responses.js';
+import { TRANSACTION_MS } from './timers.js';
+
+export interface OutboundOptions {
+  trunk: SipTrunkSetting | undefined;
+  callerId: string;
+  allow: SipOutboundAllow;
+  maxCalls: number;
+  maxCallsPerKey: number;
+  /** Counts an attempt of key `apiKeyId` (SIP_OUTBOUND rate limit); unset: no limit. */
+  attemptLimit?: (apiKeyId: string) => Promise<{ allowed: boolean; retryAfterSeconds: number }>;
+  /** Told how each attempt went (for parley_sip_outbound_calls_total). */
+  counted: (outcome: OutboundOutcome) => void;
+}
+
+export type OutboundOutcome = 'placed' | 'refused' | 'answered' | InviteFailure;
+
+/** A destination as the app wrote it, read. */
+type Destination = { kind: 'number'; number: string } | { kind: 'uri'; uri: string; user: string; host: string; port: number } | { kind: 'user'; user: string };
+
+export class OutboundCalls implements SipDialer {
+  /** Live outbound calls' keys, by conversation id (for the caps). */
+  private readonly live = new Map<string, string>();
+  /** Our INVITEs by Via branch, for their responses. */
+  private readonly byBranch = new Map<string, OutboundInvite>();
+
+  constructor(
+    private readonly core: SipCore,
+    private readonly dialogs: Dialogs,
+    private readonly requests: ClientTransactions,
+    private readonly opts: OutboundOptions,
+  ) {}
+
+  /** A response to one of our INVITEs; false when it is none of ours. */
+  received(res: SipResponse): boolean {
+    const invite = this.byBranch.get(res.branch);
+    if (!invite) return false;
+    invite.received(res);
+    return true;
+  }
+
+  async dial(req: DialRequest): Promise<DialResult> {
+    const refused = (refusal: DialRefusal): DialResult => {
+      this.opts.counted('refused');
+      return { ok: false, refusal };
+    };
+    if (this.opts.attemptLimit) {
+      const decision = await this.opts.attemptLimit(req.apiKeyId);
+      if (!decision.allowed) return refused({ status: 429, code: 'rate_limit_exceeded', message: 'Too many outbound call attempts for this API key; retry later.', retryAfterSeconds: decision.retryAfterSeconds });
+    }
+    const destination = readDestination(req.to);
+    if (!destination) return refused({ status: 400, code: 'invalid_destination', message: "`to` must be a number (+…), a sip: or tel: URI, or a registered user's name.", param: 'to' });
+    const canonical = canonicalOf(destination);
+    if (!this.allowed(req.apiKeyId, canonical)) {
+      this.core.opts.log.warn({ apiKeyId: req.apiKeyId, to: canonical }, 'outbound SIP call refused: destination not allowed for this key (SIP_OUTBOUND_ALLOW)');
+      return refused({ status: 403, code: 'destination_not_allowed', message: `This API key may not call ${canonical} (SIP_OUTBOUND_ALLOW).`, param: 'to' });
+    }
+    if (this.live.size >= this.opts.maxCalls) return refused({ status: 429, code: 'outbound_calls_exceeded', message: `This server already has ${this.opts.maxCalls} outbound calls (its limit); retry later.`, retryAfterSeconds: 5 });
+    const ofKey = [...this.live.values()].filter((k) => k === req.apiKeyId).length;
+    if (ofKey >= this.opts.maxCallsPerKey) return refused({ status: 429, code: 'outbound_calls_exceeded', message: `This API key already has ${this.opts.maxCallsPerKey} outbound calls (its limit); end one first.`, retryAfterSeconds: 5 });
+    const from = req.from ?? this.opts.callerId;
+    const target = await this.targetOf(destination, from);
+    if (!target.ok) return refused(target.refusal);
+
+    const { calls, host, media, log } = this.core.opts;
+    const transport = await SipTransport.open(host, media);
+    let conversationId: string;
+    try {
+      ({ conversationId } = await calls.create(
+        // The call may ring for its ring timeout, then wait a transaction's time for the CANCEL's answer.
+        { apiKeyId: req.apiKeyId, tokenId: randomId('sip_'), door: 'sip', endUser: canonical, session: req.session, protocol: 'openai', connectTimeoutMs: req.ringTimeoutMs + TRANSACTION_MS + 5000 },
+        () => ({ transport, accept: async () => undefined }),
+      ));
+    } catch (err) {
+      await transport.close();
+      if (err instanceof CallLimitExceeded) return refused({ status: 429, code: 'rate_limit_exceeded', message: err.message, retryAfterSeconds: 5 });
+      if (err instanceof CallCapacityExceeded) return refused({ status: 503, code: 'server_busy', message: err.message, retryAfterSeconds: 5 });
+      throw err;
+    }
+    const call = calls.get(conversationId)!;
+    this.live.set(conversationId, req.apiKeyId);
+    const callLog = log.child({ conversation: conversationId });
+    const invite = new OutboundInvite(
+      this.core,
+      this.dialogs,
+      this.requests,
+      target.target,
+      { conversationId, transport, ringTimeoutMs: req.ringTimeoutMs },
+      {
+        answered: (dialog) => {
+          this.opts.counted('answered');
+          callLog.info({ to: canonical }, 'outbound SIP call answered');
+          // From now on the dialog ends it (BYE either way), and it can be transferred (REFER).
+          transport.bindDialog({ hangUp: () => this.dialogs.hangUp(dialog) });
+          this.core.opts.routing.answered(conversationId, req.apiKeyId, (to) => this.dialogs.transfer(dialog, to));
+          call.observe({ ended: () => void this.dialogs.forget(dialog) });
+          transport.confirm();
+          if (!req.waitForCallee) {
+            const refusal = call.createResponse();
+            if (!refusal.ok) callLog.warn({ code: refusal.code }, 'the agent could not speak first');
+          }
+        },
+        failed: (reason, status) => {
+          this.opts.counted(reason);
+          callLog.info({ to: canonical, reason, status }, 'outbound SIP call not answered');
+          transport.callerEnded(reason);
+        },
+      },
+      {
+        add: (branch) => this.byBranch.set(branch, invite),
+        remove: (branch) => this.byBranch.delete(branch),
+      },
+    );
+    // Until it is answered, a call ended here (hang-up, timeout, shutdown) cancels the INVITE.
+    transport.bindDialog({ hangUp: () => invite.hangUp() });
+    call.observe({
+      ended: () => {
+        this.live.delete(conversationId);
+        this.core.opts.routing.ended(conversationId);
+      },
+    });
+    invite.start();
+    this.opts.counted('placed');
+    callLog.info({ to: canonical, via: hostPort(target.target.peer.address, target.target.peer.port) }, 'outbound SIP call placed');
+    return { ok: true, conversationId, to: canonical, from };
+  }
+
+  /** Whether key `apiKeyId` may call `destination` (its patterns and every key's). */
+  private allowed(apiKeyId: string, destination: string): boolean {
+    const patterns = [...(this.opts.allow.get(apiKeyId) ?? []), ...(this.opts.allow.get('*') ?? [])];
+    return patterns.some((p) => globMatches(p, destination));
+  }
+
+  /** Where the INVITE goes: the trunk (numbers, and SIP URIs when there is one), the URI's host, or a registered phone. */
+  private async targetOf(destination: Destination, from: string): Promise<{ ok: true; target: InviteTarget } | { ok: false; refusal: DialRefusal }> {
+    const { trunk } = this.opts;
+    const { announcedAddress } = this.core.opts;
+    const fromUri = (host: string) => `<sip:${from}@${host.includes(':') ? `[${host}]` : host}>`;
+    if (destination.kind === 'user') {
+      const bindings = await this.core.opts.registrar.bindings.of(destination.user);
+      // A phone registered over UDP is reached where its REGISTER came from (it may be behind NAT).
+      const binding = bindings.find((b) => b.source.startsWith('udp:'));
+      if (!binding) return { ok: false, refusal: { status: 404, code: 'not_registered', message: `No phone of user '${destination.user}' is registered over UDP.`, param: 'to' } };
+      const [, address, port] = /^udp:(.+):(\d+)$/.exec(binding.source)!;
+      return { ok: true, target: { uri: binding.contact, peer: { transport: 'udp', address: address!, port: Number(port) }, from: fromUri(announcedAddress) } };
+    }
+    if (destination.kind === 'number' && !trunk) return { ok: false, refusal: { status: 400, code: 'no_trunk', message: 'Numbers are called through a SIP trunk, and this server has none (SIP_OUTBOUND_TRUNK).', param: 'to' } };
+    const hop = trunk ?? (destination.kind === 'uri' ? { host: destination.host, port: destination.port } : undefined)!;
+    let address = hop.host;
+    if (!isIP(address)) {
+      try {
+        address = (await lookup(address)).address;
+      } catch {
+        return { ok: false, refusal: { status: 503, code: 'destination_unresolved', message: `The name ${hop.host} does not resolve now; retry later.`, retryAfterSeconds: 30 } };
+      }
+    }
+    const uri = destination.kind === 'number' ? `sip:${destination.number}@${hostPort(trunk!.host, trunk!.port)}` : destination.uri;
+    const credentials = trunk?.user !== undefined ? { user: trunk.user, password: trunk.password ?? '' } : undefined;
+    const peer: Peer = { transport: 'udp', address, port: hop.port };
+    return { ok: true, target: { uri, peer, from: fromUri(trunk ? trunk.host : announcedAddress), ...(credentials ? { credentials } : {}) } };
+  }
+
+  close(): void {
+    this.byBranch.clear();
+  }
+}
+
+/** Reads the `to` of a request: +number, tel:+number, sip:user@host[:port], or a registered user's name. */
+export function readDestination(to: string): Destination | undefined {
+  const number = /^(?:tel:)?(\+[0-9]{3,20})$/.exec(to);
+  if (number) return { kind: 'number', number: number[1]! };
+  const uri = /^sip:([A-Za-z0-9+._~!$&'()*=-]{1,64})@(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]{1,253})(?::(\d{1,5}))?$/.exec(to);
+  if (uri) {
+    const port = uri[3] ? Number(uri[3]) : 5060;
+    if (port < 1 || port > 65535) return undefined;
+    return { kind: 'uri', uri: to, user: uri[1]!, host: uri[2]!.replace(/^\[|\]$/g, ''), port };
+  }
+  if (/^[A-Za-z0-9._~-]{1,64}$/.test(to)) return { kind: 'user', user: to };
+  return undefined;
+}
+
+function canonicalOf(d: Destination): string {
+  return d.kind === 'number' ? d.number : d.kind === 'uri' ? d.uri : d.user;
+}
+
+/** A glob (`*`: any characters, all else literal) matched against the whole of `value`. */
+export function globMatches(pattern: string, value: string): boolean {
+  const regex = new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+  return regex.test(value);
+}
