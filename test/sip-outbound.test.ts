@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import WebSocket from 'ws';
 import { encodeWav, readWav } from '../src/media/audio/wav.ts';
 import { freePort, startBaresip, type Baresip } from './helpers/baresip.ts';
 import { startKamailio, type Kamailio } from './helpers/kamailio.ts';
@@ -100,7 +101,7 @@ describe('outbound calls straight to the phone', () => {
     server = await startServer({
       SIP_PORT: String(sipPort),
       SIP_USERS: 'alice:alice-password',
-      SIP_OUTBOUND_ALLOW: '*=sip:*@127.0.0.1:*,alice',
+      SIP_OUTBOUND_ALLOW: '*=sip:*@127.0.0.1:*,alice,carol',
       SIP_OUTBOUND_MAX_CALLS_PER_KEY: '2',
       RATE_LIMIT_SIP_OUTBOUND_PER_KEY: '40',
       WEBHOOK_URL: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
@@ -112,7 +113,7 @@ describe('outbound calls straight to the phone', () => {
     api = client(server);
   });
 
-  test('baresip answers: the agent speaks first and is heard; hung up through the API (BYE); record and webhooks say 200', async () => {
+  test('baresip answers: the agent speaks first and is heard; the sideband hears its keys; hung up through the API (BYE); record and webhooks say 200', async () => {
     const phone = await baresip('answers', { answerMode: 'auto' });
     const res = await api.call({ to: `sip:bob@127.0.0.1:${phone.port}`, from: '+15550001111', session: { instructions: 'You call to confirm an appointment.' } });
     assert.equal(res.status, 201, await res.clone().text());
@@ -124,6 +125,17 @@ describe('outbound calls straight to the phone', () => {
     assert.match(phone.out(), /From: <sip:\+15550001111@127\.0\.0\.1>/);
     // The agent spoke before the callee said anything (the phone sends silence).
     await until('the agent heard at the phone', () => phone.heard().map((f) => rms(readWav(readFileSync(f)).samples)), (levels) => levels.some((l) => l > 300), 60_000);
+    // The app's sideband hears the call, as for an incoming one: the callee's key presses.
+    const sideband = new WebSocket(`${server.baseUrl.replace('http', 'ws')}/v1/realtime?call_id=${body.call_id}`, { headers: { authorization: `Bearer ${server.devKey}` } });
+    closers.push(() => sideband.close());
+    const digits: string[] = [];
+    sideband.on('message', (data) => {
+      const event = JSON.parse(String(data));
+      if (event.type === 'parley.input_audio_buffer.dtmf') digits.push(event.digit);
+    });
+    await new Promise((resolve, reject) => sideband.once('open', resolve).once('error', reject));
+    await phone.command('sndcode', '7#');
+    await until('the key presses on the sideband', () => digits.join(''), (d) => d === '7#', 30_000);
     assert.equal((await api.api(`/v1/realtime/calls/${body.call_id}/hangup`, { body: {} })).status, 200);
     await until('the BYE at the phone', phone.out, (o) => /\nBYE sip:/.test(o), 30_000);
     const record = await api.recordIn(body.call_id, 'over');
@@ -200,7 +212,8 @@ describe('outbound calls straight to the phone', () => {
     assert.equal((await api.recordIn(call_id, 'over')).sip_status, 200);
     // Nobody registered as carol: 404 in OpenAI's error shape.
     const unknown = await api.call({ to: 'carol' });
-    assert.equal(unknown.status, 403, 'carol is outside the patterns');
+    assert.equal(unknown.status, 404);
+    assert.equal(((await unknown.json()) as any).error.code, 'not_registered');
   });
 
   test('the toll-fraud guard: destinations outside the patterns (403), bad ones (400), the per-key cap (429), the attempts rate limit (429)', async () => {
