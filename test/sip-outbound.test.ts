@@ -60,9 +60,13 @@ function client(server: RunningServer) {
     api,
     call: (body: Record<string, unknown>) => api('/v1/realtime/sip/calls', { body }),
     record: async (id: string) => (await api(`/v1/realtime/conversations/${id}`)).json() as Promise<any>,
-    /** The record once its state is `state` (or any end, for 'over'). */
-    recordIn: (id: string, state: 'active' | 'over') =>
-      until(`call ${id} ${state}`, async () => (await api(`/v1/realtime/conversations/${id}`)).json() as Promise<any>, (r) => (state === 'over' ? r.state === 'ended' || r.state === 'failed' : r.state === state), 60_000),
+    /** The record once its state is `state` (or any end, for 'over'); a call that ended instead of going active fails at once. */
+    recordIn: async (id: string, state: 'active' | 'over') => {
+      const over = (r: any) => r.state === 'ended' || r.state === 'failed';
+      const record = await until(`call ${id} ${state}`, async () => (await api(`/v1/realtime/conversations/${id}`)).json() as Promise<any>, (r) => over(r) || r.state === state, 60_000);
+      if (state === 'active') assert.equal(record.state, 'active', `call ${id} ended instead: ${record.end_reason} (${record.sip_status})`);
+      return record;
+    },
   };
 }
 
@@ -247,25 +251,29 @@ describe('outbound calls through Kamailio as the trunk', () => {
   let server: RunningServer;
   let kamailio: Kamailio;
   let api: ReturnType<typeof client>;
+  /** Where Kamailio delivers calls to numbers: the phone standing for the public network. */
+  let phonePort: number;
 
   before(async () => {
     const sipPort = await freePort();
+    phonePort = await freePort();
     mkdirSync(join(dir, 'kamailio'));
-    kamailio = await startKamailio(join(dir, 'kamailio'), sipPort, { challenge: { user: TRUNK_USER, password: TRUNK_PASSWORD } });
+    kamailio = await startKamailio(join(dir, 'kamailio'), sipPort, { challenge: { user: TRUNK_USER, password: TRUNK_PASSWORD }, numbersTo: phonePort });
     closers.push(() => kamailio.stop());
     server = await startServer({
       SIP_PORT: String(sipPort),
       SIP_OUTBOUND_TRUNK: `sip:${TRUNK_USER}:${encodeURIComponent(TRUNK_PASSWORD)}@127.0.0.1:${kamailio.port}`,
-      SIP_OUTBOUND_ALLOW: '*=sip:*@127.0.0.1:*',
+      SIP_OUTBOUND_ALLOW: '*=sip:*@127.0.0.1:*,+1555*',
     });
     closers.push(() => server.stop());
     api = client(server);
   });
 
-  test("its digest challenge answered, record-routed; the callee's BYE and ours both go through it", async () => {
-    const phone = await baresip('behind-kamailio', { answerMode: 'auto' });
-    for (const hangUp of ['callee', 'parley'] as const) {
-      const res = await api.call({ to: `sip:bob@127.0.0.1:${phone.port}` });
+  test("a number and a SIP URI: its digest challenge answered, record-routed; the callee's BYE and ours both go through it", async () => {
+    // The phone is the number's (baresip takes calls for its own user only).
+    const phone = await baresip('behind-kamailio', { user: '+15550100', answerMode: 'auto', listenPort: phonePort });
+    for (const [to, hangUp] of [['+15550100', 'callee'], [`sip:+15550100@127.0.0.1:${phonePort}`, 'parley']] as const) {
+      const res = await api.call({ to });
       assert.equal(res.status, 201, await res.clone().text());
       const { call_id } = (await res.json()) as any;
       await api.recordIn(call_id, 'active');
@@ -279,6 +287,8 @@ describe('outbound calls through Kamailio as the trunk', () => {
     // Both BYEs went through the proxy: it relayed one each way.
     assert.equal((kamailio.out().match(/relaying in-dialog BYE/g) ?? []).length, 2);
     assert.match(kamailio.out(), /challenged INVITE/);
+    // The number went as sip:NUMBER@trunk.
+    assert.match(phone.out(), new RegExp(`INVITE sip:\\+15550100@127\\.0\\.0\\.1:${kamailio.port} SIP/2\\.0`));
   });
 });
 

@@ -3,7 +3,8 @@
 // to Parley and everything else to its Request-URI, and routes in-dialog requests by their Route
 // headers (loose routing). Runs in the foreground on loopback UDP, its log on stderr. With
 // `challenge`, it asks Parley's own INVITEs (outbound calls, from Parley's SIP port) for a trunk
-// account's digest credentials (407), as a carrier's trunk does.
+// account's digest credentials (407), as a carrier's trunk does; with `numbersTo`, it delivers calls
+// to numbers (+…) to that port on loopback (the "PSTN" a test's phone stands for).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,7 +18,7 @@ export interface Kamailio {
   stop: () => Promise<void>;
 }
 
-export async function startKamailio(dir: string, parleySipPort: number, opts: { challenge?: { user: string; password: string } } = {}): Promise<Kamailio> {
+export async function startKamailio(dir: string, parleySipPort: number, opts: { challenge?: { user: string; password: string }; numbersTo?: number } = {}): Promise<Kamailio> {
   const port = await freePort();
   const cfg = join(dir, 'kamailio.cfg');
   writeFileSync(
@@ -68,6 +69,7 @@ ${
       : ''
   }  if (is_method("INVITE|SUBSCRIBE|REFER")) { record_route(); }
   if ($rU == "agent") { $du = "sip:127.0.0.1:${parleySipPort}"; }
+${opts.numbersTo ? `  if ($rU =~ "^[+][0-9]+$") { $du = "sip:127.0.0.1:${opts.numbersTo}"; }\n` : ''}
   xlog("L_INFO", "relaying $rm $ru\\n");
   if (!t_relay()) { sl_reply_error(); }
 }
