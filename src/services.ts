@@ -38,6 +38,7 @@ import { OutboundRefused, type OutboundGuard } from './system/outboundRequest.js
 import { StartupError } from './system/startupError.js';
 import { Teardown } from './system/teardown.js';
 import { databaseHealth } from './storage/db.js';
+import { RedisKeyCallCounts, type KeyCallCounts } from './storage/keyCallCounts.js';
 import { NodeLiveness } from './storage/nodeLiveness.js';
 import { NodeStore, loadOrCreateNodeId } from './storage/nodes.js';
 import { CallWebhooks } from './webhooks/callWebhooks.js';
@@ -178,7 +179,13 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   const sessionDefaults = sessionDefaultsOf(config);
   const nodeId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
   const nodeStore = new NodeStore(store.db);
-  const admission = admissionOf(config, metrics, () => nodeLoad.overloaded);
+  // Each key's calls counted across the nodes (Redis), renewed at the heartbeat's pace.
+  const keyCalls = config.REDIS_URL ? new RedisKeyCallCounts(config.REDIS_URL, nodeId, config.NODE_LOST_AFTER_MS, log) : undefined;
+  const admission = admissionOf(config, metrics, () => nodeLoad.overloaded, keyCalls);
+  if (keyCalls) {
+    await keyCalls.start(() => admission.callsByKey, config.NODE_HEARTBEAT_MS);
+    teardown.add('calls per key across the nodes', () => keyCalls.close());
+  }
   let httpListener: Listener | undefined = configuredHttpListener(config);
   const webhookPublisher = await startWebhooks(config, store, webhookGuard(config, nodeStore, () => httpListener), metrics, log, teardown);
   const recordings = new Recordings(
@@ -325,7 +332,7 @@ function followKeyChanges(store: Store, keyCache: ApiKeyCache, keyRevoked: (id: 
   teardown.add('signing key reload', () => clearInterval(reloadTimer));
 }
 
-function admissionOf(config: Config, metrics: Metrics, overload: () => string | undefined): Admission {
+function admissionOf(config: Config, metrics: Metrics, overload: () => string | undefined, acrossNodes: KeyCallCounts | undefined): Admission {
   return new Admission(
     {
       maxCalls: config.MAX_CONCURRENT_CALLS,
@@ -337,6 +344,7 @@ function admissionOf(config: Config, metrics: Metrics, overload: () => string | 
     },
     (counts) => metrics.halfOpenCalls.set(counts.halfOpen),
     overload,
+    acrossNodes,
   );
 }
 
