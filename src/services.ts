@@ -13,6 +13,7 @@ import { CallManager } from './calls/callManager.js';
 import { RevocationWatcher } from './calls/revocationWatcher.js';
 import { SipRouting } from './calls/sip/sipRouting.js';
 import { NodeDirectory } from './calls/nodeDirectory.js';
+import { Placement } from './calls/placement.js';
 import { CandidateFilter, ownMediaAddresses } from './calls/webrtc/candidateFilter.js';
 import { WebRtcTransports } from './calls/webrtc/webrtcTransports.js';
 import { Metrics } from './observability/metrics.js';
@@ -78,6 +79,8 @@ export interface Services extends Store, WebhookStores {
   nodeId: string;
   /** The other nodes (and workers) calls can be passed to. */
   nodeDirectory: NodeDirectory;
+  /** Where a call goes that this node takes no more: every door's way to the other nodes. */
+  placement: Placement;
   /**
    * Records where this node's node-to-node listener is, so the others can pass it requests, and
    * the port its HTTP server got (neither receives webhooks).
@@ -289,6 +292,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     readiness,
     nodeId,
     nodeDirectory,
+    placement: new Placement(nodeDirectory, admission, metrics),
     async announce(url, httpPort) {
       nodeUrl = url;
       httpListener = { host: config.HOST, port: httpPort };
