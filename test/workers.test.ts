@@ -1,5 +1,6 @@
 // PARLEY_WORKERS=2: one port, two worker processes, each a node carrying the calls it answered.
-// Calls answered by either worker connect with audio; hang-up and conversation reads work whichever
+// Calls answered by either worker connect with audio, WebSocket sessions opened on either are carried
+// by it; hang-up and conversation reads work whichever
 // worker takes the request. node:cluster hands new connections to the workers in turn, and every
 // answer names its worker (x-parley-node), so the test steers a request to the worker it wants:
 // each request on a new connection, after one answered by the other worker.
@@ -10,6 +11,7 @@ import { childPids } from './helpers/processes.ts';
 import { attachTone, listen, openCall, type RtcClient } from './helpers/rtcClient.ts';
 import { http, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
+import WebSocket from 'ws';
 
 const NEW_CONNECTION = { connection: 'close' };
 const WORKERS = ['wtest-w1', 'wtest-w2'];
@@ -91,6 +93,33 @@ describe('PARLEY_WORKERS=2', () => {
 
       const after = await until('the call recorded ended', () => request(`/v1/realtime/conversations/${client.conversationId}`, { token: server.devKey }), (r) => r.body.state === 'ended');
       assert.equal(after.body.end_reason, 'hangup_request');
+    }
+  });
+
+  test('WebSocket sessions opened on either worker are carried by it, and answer', async () => {
+    const sockets: WebSocket[] = [];
+    try {
+      for (const worker of WORKERS) {
+        await steerTo(worker);
+        const socket = new WebSocket(`${server.baseUrl.replace('http', 'ws')}/v1/realtime?model=gpt-realtime`, { headers: { authorization: `Bearer ${server.devKey}` } });
+        sockets.push(socket);
+        const events: any[] = [];
+        socket.on('message', (data) => events.push(JSON.parse(String(data))));
+        await until(`session.created from ${worker}`, () => events[0]?.type, (type) => type !== undefined);
+        assert.equal(events[0].type, 'session.created', JSON.stringify(events[0]));
+        socket.send(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'What time is it?' }] } }));
+        socket.send(JSON.stringify({ type: 'response.create' }));
+        const done: any = await until(`response.done from ${worker}`, () => events.find((e) => e.type === 'response.done'), Boolean, 30_000);
+        assert.equal(done.response.status, 'completed');
+      }
+      for (const worker of WORKERS) {
+        await steerTo(worker);
+        const own = await fetch(`${server.baseUrl}/metrics?scope=worker`, { headers: NEW_CONNECTION });
+        assert.equal(answeredBy(own), worker);
+        assert.match(await own.text(), /^parley_active_calls 1$/m, `one session on ${worker}`);
+      }
+    } finally {
+      for (const socket of sockets) socket.close();
     }
   });
 
