@@ -25,7 +25,7 @@ import { scratchDatabase } from '../test/helpers/postgres.ts';
 import { clusterEnv, metric, startServer, NO_CALL_LIMITS, NO_RATE_LIMITS, type RunningServer } from '../test/helpers/server.ts';
 import { CallRefused, LoadCall, type AgentAudio } from './lib/loadCall.ts';
 import { Pacer, type Probe } from './lib/pacer.ts';
-import { loadAverage, percentile, pin, processTree, treeCpuSeconds } from './lib/proc.ts';
+import { loadAverage, machineJiffies, percentile, pin, processTree, treeCpuSeconds } from './lib/proc.ts';
 import { idealVoiceToVoiceMs, startBackendsProcess, type RemoteLatencies } from './lib/remoteModels.ts';
 import { buildQuestion, TalkScript } from './lib/talkScript.ts';
 
@@ -82,6 +82,8 @@ interface Row {
   addedMsP95ByNode: Record<string, number>;
   load: Record<string, number>;
   cpuPct: Record<string, number>;
+  /** The machine's cores' busy share in the window (what the load figure counts), %. */
+  machinePct: number;
   loadAverage: string;
 }
 
@@ -132,9 +134,11 @@ async function ramped(run: string, nodes: Node[], steps: number[], question: Ret
       for (const c of carried) c.probe.take();
       const unansweredBefore = carried.reduce((a, c) => a + (c.probe.unanswered?.() ?? 0), 0);
       const cpu0 = nodes.map((n) => treeCpuSeconds(n.server.proc.pid!));
+      const machine0 = machineJiffies();
       const t0 = performance.now();
       await sleep(windowMs);
       const wall = (performance.now() - t0) / 1000;
+      const machine1 = machineJiffies();
       const cpuPct = Object.fromEntries(nodes.map((n, i) => [n.id, Math.round((100 * (treeCpuSeconds(n.server.proc.pid!) - cpu0[i]!)) / wall)]));
       const added = carried.map((c) => ({ node: c.node, ms: c.probe.take().map((d) => d - idealMs) }));
       const all = added.flatMap((a) => a.ms);
@@ -151,6 +155,7 @@ async function ramped(run: string, nodes: Node[], steps: number[], question: Ret
         addedMsP95ByNode: Object.fromEntries(nodes.map((n) => [n.id, Math.round(percentile(added.filter((a) => a.node === n.id).flatMap((a) => a.ms), 95))])),
         load,
         cpuPct,
+        machinePct: Math.round((100 * (machine1.busy - machine0.busy)) / (machine1.total - machine0.total)),
         loadAverage: loadAverage(),
       };
       rows.push(row);
@@ -167,13 +172,13 @@ async function ramped(run: string, nodes: Node[], steps: number[], question: Ret
 function table(rows: Row[]): string {
   const nodes = Object.keys(rows[0]!.carried);
   const two = nodes.length > 1;
-  const head = ['calls offered', 'carried' + (two ? ' (A + B)' : ''), 'refused (step)', ...(two ? ['placed on the other node (step)'] : []), 'answers timed', 'unanswered', 'Parley-added p50 / p95 ms', ...(two ? ['p95 A / B ms'] : []), 'load' + (two ? ' A / B' : ''), 'server CPU %' + (two ? ' A / B' : ''), `p95 < ${ADDED_P95_TARGET_MS} ms`];
+  const head = ['calls offered', 'carried' + (two ? ' (A + B)' : ''), 'refused (step)', ...(two ? ['placed on the other node (step)'] : []), 'answers timed', 'unanswered', 'Parley-added p50 / p95 ms', ...(two ? ['p95 A / B ms'] : []), 'load' + (two ? ' A / B' : ''), 'server CPU %' + (two ? ' A / B' : ''), 'machine busy %', `p95 < ${ADDED_P95_TARGET_MS} ms`];
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---:').join('|')}|`];
   for (const r of rows) {
     const per = (o: Record<string, number>) => nodes.map((n) => (Number.isFinite(o[n]) ? o[n] : '—')).join(' / ');
     lines.push(`| ${[
       r.offered, two ? `${nodes.reduce((a, n) => a + r.carried[n]!, 0)} (${nodes.map((n) => r.carried[n]).join(' + ')})` : r.carried[nodes[0]!], r.refused + (r.setupFailures ? ` (+${r.setupFailures} failed)` : ''),
-      ...(two ? [r.placedElsewhere] : []), r.answers, r.unanswered, Number.isFinite(r.addedMsP95) ? `${r.addedMsP50} / ${r.addedMsP95}` : '—', ...(two ? [per(r.addedMsP95ByNode)] : []), per(r.load), per(r.cpuPct),
+      ...(two ? [r.placedElsewhere] : []), r.answers, r.unanswered, Number.isFinite(r.addedMsP95) ? `${r.addedMsP50} / ${r.addedMsP95}` : '—', ...(two ? [per(r.addedMsP95ByNode)] : []), per(r.load), per(r.cpuPct), r.machinePct,
       r.addedMsP95 < ADDED_P95_TARGET_MS ? 'yes' : 'no',
     ].join(' | ')} |`);
   }

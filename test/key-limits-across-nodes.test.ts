@@ -1,7 +1,8 @@
 // Per-key call limits counted across the nodes: two nodes sharing PostgreSQL and Redis, with
 // MAX_CALLS_PER_KEY=2. One call on A and one on B spend the key's two places: a third is refused on
 // either node, whatever its door (429, in each door's shape), until one ends. A node that dies stops
-// counting once it is taken for lost (NODE_LOST_AFTER_MS), as its calls are recorded failed.
+// counting once it is taken for lost (NODE_LOST_AFTER_MS), as its calls are recorded failed. Without
+// Redis a node counts its own calls.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
@@ -90,4 +91,19 @@ describe('per-key call limits across nodes', () => {
     assert.equal(admitted, undefined);
     assert.equal(await metric(nodeA.baseUrl, 'parley_active_calls'), 1);
   });
+
+  test("Redis stopped: A counts the key's calls alone (one warning), never an error for the caller", async () => {
+    await redis.stop();
+    try {
+      const next = await call(nodeA);
+      await next.waitConnected();
+      const refused = await refusal(nodeA);
+      assert.equal(refused?.status, 429, JSON.stringify(refused));
+      const warnings = (nodeA.stdout() + nodeA.stderr()).match(/calls per key are counted by each node alone/g) ?? [];
+      assert.equal(warnings.length, 1);
+    } finally {
+      await redis.start();
+    }
+  });
 });
+
