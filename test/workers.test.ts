@@ -1,7 +1,7 @@
 // PARLEY_WORKERS=2: one port, two worker processes, each a node carrying the calls it answered.
 // Calls answered by either worker connect with audio, WebSocket sessions opened on either are carried
-// by it, and a full worker places the next call and session on the other; hang-up and conversation reads work whichever
-// worker takes the request. node:cluster hands new connections to the workers in turn, and every
+// by it, and a full worker places the next call and session on the other; hang-up and conversation
+// reads work whichever worker takes the request. node:cluster hands new connections to the workers in turn, and every
 // answer names its worker (x-parley-node), so the test steers a request to the worker it wants:
 // each request on a new connection, after one answered by the other worker.
 import assert from 'node:assert/strict';
