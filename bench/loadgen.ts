@@ -58,7 +58,8 @@ import { cpus } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { startServer, type RunningServer, NO_RATE_LIMITS, NO_CALL_LIMITS } from '../test/helpers/server.ts';
-import { LoadCall, type AgentAudio, type PacketSource } from './lib/loadCall.ts';
+import { LoadCall, type AgentAudio } from './lib/loadCall.ts';
+import { Pacer, type Probe } from './lib/pacer.ts';
 import { buildClip, ClipPlayer, OnsetMatcher } from './lib/markerClip.ts';
 import { buildQuestion, TalkScript, type Question } from './lib/talkScript.ts';
 import { idealVoiceToVoiceMs, startBackendsProcess, type RemoteLatencies } from './lib/remoteModels.ts';
@@ -118,60 +119,6 @@ let idealMs = 0;
 
 function log(line: string): void {
   process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
-}
-
-// ───────────────────────────── sending ─────────────────────────────
-
-/** What a call sends and how what it hears is measured: echo delays, or voice-to-voice. */
-interface Probe extends PacketSource {
-  heard(payload: Buffer, now: number): void;
-  /** Delays measured since the last take(), ms. */
-  take(): number[];
-  /** Questions given up on (no answer within 10 s) so far. */
-  unanswered?(): number;
-}
-
-interface Paced {
-  call: LoadCall;
-  probe: Probe;
-  /** performance.now() of the call's first packet; packet k leaves at start + k × ptime. */
-  start: number;
-  sent: number;
-  reports: number;
-}
-
-/**
- * One timer paces every call: every 5 ms it sends each call's due packets. Calls start at spread
- * offsets, so their packets are spread over the 20 ms instead of leaving in one burst.
- */
-class Pacer {
-  readonly calls: Paced[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  /** Packets sent more than one packet time late (the load generator itself fell behind). */
-  late = 0;
-
-  add(call: LoadCall, probe: Probe): void {
-    this.calls.push({ call, probe, start: performance.now() + Math.random() * call.ptimeMs, sent: 0, reports: 0 });
-    this.timer ??= setTimeout(() => this.tick(), 5);
-  }
-
-  private tick(): void {
-    const now = performance.now();
-    for (const p of this.calls) {
-      const due = Math.floor((now - p.start) / p.call.ptimeMs) + 1;
-      if (due - p.sent > 1) this.late += due - p.sent - 1;
-      for (; p.sent < due; p.sent++) p.call.sendNext(now);
-      if ((now - p.start) / 1000 >= p.reports) {
-        p.reports++;
-        p.call.sendReport();
-      }
-    }
-    this.timer = setTimeout(() => this.tick(), 5 - ((performance.now() - now) % 5));
-  }
-
-  stop(): void {
-    clearTimeout(this.timer);
-  }
 }
 
 // ───────────────────────────── a step of the ramp ─────────────────────────────

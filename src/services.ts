@@ -14,6 +14,7 @@ import { RevocationWatcher } from './calls/revocationWatcher.js';
 import { SipDialerSlot } from './calls/sip/sipDialer.js';
 import { SipRouting } from './calls/sip/sipRouting.js';
 import { NodeDirectory } from './calls/nodeDirectory.js';
+import { Placement } from './calls/placement.js';
 import { CandidateFilter, ownMediaAddresses } from './calls/webrtc/candidateFilter.js';
 import { WebRtcTransports } from './calls/webrtc/webrtcTransports.js';
 import { Metrics } from './observability/metrics.js';
@@ -39,6 +40,7 @@ import { OutboundRefused, type OutboundGuard } from './system/outboundRequest.js
 import { StartupError } from './system/startupError.js';
 import { Teardown } from './system/teardown.js';
 import { databaseHealth } from './storage/db.js';
+import { RedisKeyCallCounts, type KeyCallCounts } from './storage/keyCallCounts.js';
 import { NodeLiveness } from './storage/nodeLiveness.js';
 import { NodeStore, loadOrCreateNodeId } from './storage/nodes.js';
 import { CallWebhooks } from './webhooks/callWebhooks.js';
@@ -80,6 +82,8 @@ export interface Services extends Store, WebhookStores {
   nodeId: string;
   /** The other nodes (and workers) calls can be passed to. */
   nodeDirectory: NodeDirectory;
+  /** Where a call goes that this node takes no more: every door's way to the other nodes. */
+  placement: Placement;
   /**
    * Records where this node's node-to-node listener is, so the others can pass it requests, and
    * the port its HTTP server got (neither receives webhooks).
@@ -181,7 +185,13 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   const sessionDefaults = sessionDefaultsOf(config);
   const nodeId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
   const nodeStore = new NodeStore(store.db);
-  const admission = admissionOf(config, metrics, () => nodeLoad.overloaded);
+  // Each key's calls counted across the nodes (Redis), renewed at the heartbeat's pace.
+  const keyCalls = config.REDIS_URL ? new RedisKeyCallCounts(config.REDIS_URL, nodeId, config.NODE_LOST_AFTER_MS, log) : undefined;
+  const admission = admissionOf(config, metrics, () => nodeLoad.overloaded, keyCalls);
+  if (keyCalls) {
+    await keyCalls.start(() => admission.callsByKey, config.NODE_HEARTBEAT_MS);
+    teardown.add('calls per key across the nodes', () => keyCalls.close());
+  }
   let httpListener: Listener | undefined = configuredHttpListener(config);
   const webhookPublisher = await startWebhooks(config, store, webhookGuard(config, nodeStore, () => httpListener), metrics, log, teardown);
   const recordings = new Recordings(
@@ -286,6 +296,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     readiness,
     nodeId,
     nodeDirectory,
+    placement: new Placement(nodeDirectory, admission, metrics),
     async announce(url, httpPort) {
       nodeUrl = url;
       httpListener = { host: config.HOST, port: httpPort };
@@ -329,7 +340,7 @@ function followKeyChanges(store: Store, keyCache: ApiKeyCache, keyRevoked: (id: 
   teardown.add('signing key reload', () => clearInterval(reloadTimer));
 }
 
-function admissionOf(config: Config, metrics: Metrics, overload: () => string | undefined): Admission {
+function admissionOf(config: Config, metrics: Metrics, overload: () => string | undefined, acrossNodes: KeyCallCounts | undefined): Admission {
   return new Admission(
     {
       maxCalls: config.MAX_CONCURRENT_CALLS,
@@ -341,6 +352,7 @@ function admissionOf(config: Config, metrics: Metrics, overload: () => string | 
     },
     (counts) => metrics.halfOpenCalls.set(counts.halfOpen),
     overload,
+    acrossNodes,
   );
 }
 

@@ -1,6 +1,7 @@
 // PARLEY_WORKERS=2: one port, two worker processes, each a node carrying the calls it answered.
-// Calls answered by either worker connect with audio; hang-up and conversation reads work whichever
-// worker takes the request. node:cluster hands new connections to the workers in turn, and every
+// Calls answered by either worker connect with audio, WebSocket sessions opened on either are carried
+// by it, and a full worker places the next call and session on the other; hang-up and conversation
+// reads work whichever worker takes the request. node:cluster hands new connections to the workers in turn, and every
 // answer names its worker (x-parley-node), so the test steers a request to the worker it wants:
 // each request on a new connection, after one answered by the other worker.
 import assert from 'node:assert/strict';
@@ -10,9 +11,45 @@ import { childPids } from './helpers/processes.ts';
 import { attachTone, listen, openCall, type RtcClient } from './helpers/rtcClient.ts';
 import { http, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
+import WebSocket from 'ws';
 
 const NEW_CONNECTION = { connection: 'close' };
 const WORKERS = ['wtest-w1', 'wtest-w2'];
+
+const answeredBy = (res: { headers: Headers }) => res.headers.get('x-parley-node');
+
+/** Requests on new connections to `server()`, steered to the worker wanted. */
+function steering(server: () => RunningServer) {
+  const request = (path: string, opts: Parameters<typeof http>[2] = {}) => http(server().baseUrl, path, { ...opts, headers: { ...opts.headers, ...NEW_CONNECTION } });
+  /** Makes the next new connection go to `worker`: the one before it goes to the other. */
+  const steerTo = (worker: string) => {
+    const before = WORKERS.find((w) => w !== worker)!;
+    return until(`a request answered by ${before}`, async () => answeredBy(await request('/healthz')), (n) => n === before);
+  };
+  const token = async () => (await request('/v1/realtime/client-secrets', { method: 'POST', token: server().devKey })).body.ephemeral_token as string;
+  /** GET /metrics?scope=worker of `worker`. */
+  const workerMetrics = async (worker: string) => {
+    await steerTo(worker);
+    const res = await fetch(`${server().baseUrl}/metrics?scope=worker`, { headers: NEW_CONNECTION });
+    assert.equal(answeredBy(res), worker);
+    return res.text();
+  };
+  return { request, steerTo, token, workerMetrics };
+}
+
+/** A WebSocket session's events, once it has answered a question. */
+async function answeredSession(url: string, apiKey: string): Promise<WebSocket> {
+  const socket = new WebSocket(`${url.replace('http', 'ws')}/v1/realtime?model=gpt-realtime`, { headers: { authorization: `Bearer ${apiKey}` } });
+  const events: any[] = [];
+  socket.on('message', (data) => events.push(JSON.parse(String(data))));
+  await until('session.created', () => events[0]?.type, (type) => type !== undefined);
+  assert.equal(events[0].type, 'session.created', JSON.stringify(events[0]));
+  socket.send(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'What time is it?' }] } }));
+  socket.send(JSON.stringify({ type: 'response.create' }));
+  const done: any = await until('response.done', () => events.find((e) => e.type === 'response.done'), Boolean, 30_000);
+  assert.equal(done.response.status, 'completed');
+  return socket;
+}
 
 describe('PARLEY_WORKERS=2', () => {
   let server: RunningServer;
@@ -25,14 +62,7 @@ describe('PARLEY_WORKERS=2', () => {
     await server?.stop();
   });
 
-  const request = (path: string, opts: Parameters<typeof http>[2] = {}) => http(server.baseUrl, path, { ...opts, headers: { ...opts.headers, ...NEW_CONNECTION } });
-  const answeredBy = (res: { headers: Headers }) => res.headers.get('x-parley-node');
-  /** Makes the next new connection go to `worker`: the one before it goes to the other. */
-  const steerTo = (worker: string) => {
-    const before = WORKERS.find((w) => w !== worker)!;
-    return until(`a request answered by ${before}`, async () => answeredBy(await request('/healthz')), (n) => n === before);
-  };
-  const token = async () => (await request('/v1/realtime/client-secrets', { method: 'POST', token: server.devKey })).body.ephemeral_token as string;
+  const { request, steerTo, token, workerMetrics } = steering(() => server);
 
   test('the ready line comes once every worker listens, and both answer on the one port', async () => {
     assert.match(server.stdout(), /parley ready at http:\/\/127\.0\.0\.1:\d+ \(2 workers\)/);
@@ -64,9 +94,7 @@ describe('PARLEY_WORKERS=2', () => {
       const res = await fetch(`${server.baseUrl}/metrics`, { headers: NEW_CONNECTION });
       assert.equal(answeredBy(res), worker);
       assert.equal(value(await res.text(), 'parley_active_calls'), 2, 'one call on each worker, summed');
-      await steerTo(worker);
-      const own = await fetch(`${server.baseUrl}/metrics?scope=worker`, { headers: NEW_CONNECTION });
-      assert.equal(value(await own.text(), 'parley_active_calls'), 1);
+      assert.equal(value(await workerMetrics(worker), 'parley_active_calls'), 1);
     }
   });
 
@@ -91,6 +119,19 @@ describe('PARLEY_WORKERS=2', () => {
 
       const after = await until('the call recorded ended', () => request(`/v1/realtime/conversations/${client.conversationId}`, { token: server.devKey }), (r) => r.body.state === 'ended');
       assert.equal(after.body.end_reason, 'hangup_request');
+    }
+  });
+
+  test('WebSocket sessions opened on either worker are carried by it, and answer', async () => {
+    const sockets: WebSocket[] = [];
+    try {
+      for (const worker of WORKERS) {
+        await steerTo(worker);
+        sockets.push(await answeredSession(server.baseUrl, server.devKey));
+      }
+      for (const worker of WORKERS) assert.match(await workerMetrics(worker), /^parley_active_calls 1$/m, `one session on ${worker}`);
+    } finally {
+      for (const socket of sockets) socket.close();
     }
   });
 
@@ -148,3 +189,39 @@ function workerPid(primaryPid: number, index: number): number {
   assert.ok(pid, `worker ${index} among ${children.join(', ')}`);
   return pid;
 }
+
+describe('PARLEY_WORKERS=2, each worker at most 2 calls', () => {
+  let server: RunningServer;
+  const clients: RtcClient[] = [];
+  const sockets: WebSocket[] = [];
+  before(async () => {
+    server = await startServer({ PARLEY_WORKERS: '2', NODE_ID: 'wtest', MAX_CONCURRENT_CALLS: '2', NODE_HEARTBEAT_MS: '500' });
+  });
+  after(async () => {
+    for (const c of clients) c.close();
+    for (const s of sockets) s.close();
+    await server?.stop();
+  });
+  const { steerTo, token, workerMetrics } = steering(() => server);
+  const callOn = async (worker: string) => {
+    const t = await token();
+    await steerTo(worker);
+    const client = await openCall(server.baseUrl, t, { params: { model: 'audio-echo' }, headers: NEW_CONNECTION });
+    clients.push(client);
+    await client.waitConnected();
+    return client;
+  };
+
+  test('a full worker passes the next WebRTC call and WebSocket session to the other worker', async () => {
+    for (let i = 0; i < 2; i++) assert.equal((await callOn('wtest-w1')).answeredBy, 'wtest-w1');
+    assert.equal((await callOn('wtest-w1')).answeredBy, 'wtest-w2', 'passed on by the full worker');
+    await steerTo('wtest-w1');
+    sockets.push(await answeredSession(server.baseUrl, server.devKey));
+    const w1 = await workerMetrics('wtest-w1');
+    assert.match(w1, /^parley_active_calls 2$/m);
+    assert.match(w1, /^parley_calls_forwarded_total\{status="200",reason="full"\} 1$/m);
+    assert.match(w1, /^parley_calls_forwarded_total\{status="101",reason="full"\} 1$/m);
+    assert.match(await workerMetrics('wtest-w2'), /^parley_active_calls 2$/m, 'the passed call and the relayed session');
+  });
+});
+

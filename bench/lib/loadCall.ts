@@ -39,6 +39,16 @@ export interface LoadCallOptions {
   onAudio?: (rtp: AgentAudio, now: number) => void;
 }
 
+/** The calls request was answered with an error status (a full or loaded node: 503). */
+export class CallRefused extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** performance.now() of each step of the call's setup. */
 export interface SetupMarks {
   start: number;
@@ -58,6 +68,8 @@ export class LoadCall {
   /** Reception statistics of the agent's audio. */
   readonly audioIn = new ReceiveStats();
   conversationId = '';
+  /** The node that answered the offer (x-parley-node): another than the one asked when it was passed on. */
+  answeredBy: string | null = null;
   state = 'new';
 
   private constructor(
@@ -119,11 +131,12 @@ export class LoadCall {
         token,
         body: { offer: { sdp: offer.sdp, type: 'offer', candidates }, params: opts.params },
       });
-      if (res.status !== 200) throw new Error(`calls answered ${res.status}: ${JSON.stringify(res.body).slice(0, 200)}`);
+      if (res.status !== 200) throw new CallRefused(res.status, `calls answered ${res.status}: ${JSON.stringify(res.body).slice(0, 200)}`);
       const answerAt = performance.now();
       const marks: SetupMarks = { start, token: tokenAt, iceConfig: iceConfigAt, answer: answerAt, connected: 0, sessionCreated: 0 };
       call = new LoadCall(pc, track, channel, opts.source, marks);
       call.conversationId = res.body.conversation_id;
+      call.answeredBy = res.headers.get('x-parley-node');
       const c = call;
       track.onMessage((packet) => {
         // RTCP (packet types 192–223 in the second byte) is not counted.

@@ -7,7 +7,10 @@
 // not yet ACKed) count against a budget of their own instead (SIP_MAX_HALF_OPEN_CALLS), neither their
 // key's nor the node's: INVITEs cost nothing to send either, and a flood of them must not lock the
 // key that owns SIP calls out of its WebRTC and WebSocket calls. Above its load threshold
-// (LOAD_THRESHOLD) the node takes no call at all. Counted in this process (each node, each worker).
+// (LOAD_THRESHOLD) the node takes no call at all. Counted in this process (each node, each worker);
+// with Redis a key's calls are counted across the nodes too (storage/keyCallCounts.ts), before a
+// call is admitted: one mechanism for every door, since they all create calls through the manager.
+import type { KeyCallCounts } from '../storage/keyCallCounts.js';
 
 /** Whose call it is. */
 export interface Caller {
@@ -60,7 +63,9 @@ export interface AdmissionTicket {
 
 /** Counts by subject, forgetting subjects at zero (bounded by the calls there are). */
 class Tally {
-  private readonly counts = new Map<string, number>();
+  readonly counts = new Map<string, number>();
+  /** `changed` is told each subject's new count. */
+  constructor(private readonly changed: (subject: string, count: number) => void = () => {}) {}
   get(subject: string): number {
     return this.counts.get(subject) ?? 0;
   }
@@ -68,6 +73,7 @@ class Tally {
     const n = this.get(subject) + delta;
     if (n > 0) this.counts.set(subject, n);
     else this.counts.delete(subject);
+    this.changed(subject, n);
   }
 }
 
@@ -76,7 +82,7 @@ export class Admission {
   /** Calls connecting, SIP's apart. */
   private halfOpen = 0;
   private halfOpenSip = 0;
-  private readonly callsPerKey = new Tally();
+  private readonly callsPerKey: Tally;
   private readonly halfOpenPerKey = new Tally();
   private readonly callsPerToken = new Tally();
 
@@ -86,7 +92,16 @@ export class Admission {
     private readonly observe: (counts: AdmissionCounts) => void = () => {},
     /** Why the node is too loaded to take a call now (src/observability/nodeLoad.ts), or undefined. */
     private readonly overload: () => string | undefined = () => undefined,
-  ) {}
+    /** Each key's calls on every node (Redis), this node's kept current there; undefined: this node's alone. */
+    private readonly acrossNodes?: KeyCallCounts,
+  ) {
+    this.callsPerKey = new Tally((apiKeyId, calls) => acrossNodes?.set(apiKeyId, calls));
+  }
+
+  /** This node's calls by API key (what it publishes for the other nodes' counts). */
+  get callsByKey(): ReadonlyMap<string, number> {
+    return this.callsPerKey.counts;
+  }
 
   /** Why the node takes no call from anyone now because of its load, or undefined. */
   get loaded(): string | undefined {
@@ -110,7 +125,7 @@ export class Admission {
       return new CallLimitExceeded(`This ephemeral token already has ${maxCallsPerToken} calls (its limit); end one first.`, 'calls-token-concurrent');
     }
     if (maxCallsPerKey > 0 && this.callsPerKey.get(caller.apiKeyId) >= maxCallsPerKey) {
-      return new CallLimitExceeded(`This API key already has ${maxCallsPerKey} calls on this server (its limit); end one first.`, 'calls-key');
+      return this.keyAtLimit();
     }
     if (caller.door !== 'sip' && maxHalfOpenPerKey > 0 && this.halfOpenPerKey.get(caller.apiKeyId) >= maxHalfOpenPerKey) {
       return new CallLimitExceeded(
@@ -121,7 +136,28 @@ export class Admission {
     return undefined;
   }
 
-  /** A ticket for a new (half-open) call; throws CallLimitExceeded or CallCapacityExceeded. */
+  private keyAtLimit(): CallLimitExceeded {
+    const where = this.acrossNodes ? 'across the cluster' : 'on this server';
+    return new CallLimitExceeded(`This API key already has ${this.limits.maxCallsPerKey} calls ${where} (its limit); end one first.`, 'calls-key');
+  }
+
+  /**
+   * admit(), then the key's calls on every node counted (with this one's): past MAX_CALLS_PER_KEY
+   * the ticket is given back and CallLimitExceeded thrown. Two nodes admitting the key's last place
+   * at once may both refuse, never both admit. When the count cannot be had (Redis unreachable),
+   * this node's own count, already checked, stands.
+   */
+  async admitAcrossNodes(caller: Caller): Promise<AdmissionTicket> {
+    const ticket = this.admit(caller);
+    const { maxCallsPerKey } = this.limits;
+    if (!this.acrossNodes || maxCallsPerKey === 0) return ticket;
+    const total = await this.acrossNodes.total(caller.apiKeyId);
+    if (total === undefined || total <= maxCallsPerKey) return ticket;
+    ticket.release();
+    throw this.keyAtLimit();
+  }
+
+  /** A ticket for a new (half-open) call, counted on this node alone; throws CallLimitExceeded or CallCapacityExceeded. */
   admit(caller: Caller): AdmissionTicket {
     // The caller's own limits first: a caller at its limit is told so, not sent to another node.
     const refusal = this.callerRefusal(caller);

@@ -1,5 +1,5 @@
 // Creates calls on the transports their requests bring, admits them (admission.ts: the node's,
-// each key's and each token's limits, the half-open budget), records which node carries each call,
+// each key's, across the nodes with Redis, and each token's limits, the half-open budget), records which node carries each call,
 // and drains calls on shutdown. It knows no wire: a request's
 // transport is made for the call's id and accepted (for WebRTC, an SDP answer) here.
 import type { FastifyBaseLogger } from 'fastify';
@@ -95,7 +95,7 @@ export class CallManager {
   async create<Accepted>(req: CallRequest, open: (callId: string) => PendingTransport<Accepted>): Promise<{ accepted: Accepted; conversationId: string }> {
     const { metrics, log } = this.opts;
     if (this.draining) throw new CallCapacityExceeded('The server is shutting down; try another node.');
-    const ticket = this.opts.admission.admit(req);
+    const ticket = await this.opts.admission.admitAcrossNodes(req);
     const stopTimer = metrics.answerSeconds.startTimer();
     try {
       const id = randomId('conv_');

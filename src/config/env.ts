@@ -637,7 +637,7 @@ export const settings = {
     parse: int(0, 10000),
   },
   MAX_CALLS_PER_KEY: {
-    doc: 'Calls one API key (its tokens together; the demo key too) may have on this node (each worker) at once; beyond it calls answers 429 with Retry-After, never passed to another node. 0: no limit.',
+    doc: 'Calls one API key (its tokens together; the demo key too) may have at once: across every node and worker with REDIS_URL, else on this node (each worker); beyond it calls answers 429 with Retry-After, never passed to another node. 0: no limit.',
     default: '25',
     parse: int(0, 10000),
   },

@@ -85,26 +85,22 @@ export function sendAnswer(reply: FastifyReply, answer: NodeAnswer): FastifyRepl
 
 /**
  * preParsing hook of the calls routes: a node at its call limit or its load threshold passes the
- * request to the live node with room that is least loaded; one that is gone, full or draining (503) gives way to the
- * next. When none takes it, this node answers (503 with Retry-After). A caller at one of its own
- * limits (src/calls/admission.ts) is not passed on: this node answers 429.
+ * request to the live node with room that is least loaded (src/calls/placement.ts); one that is
+ * gone, full or draining (503) gives way to the next. When none takes it, this node answers (503
+ * with Retry-After). A caller at one of its own limits (src/calls/admission.ts) is not passed on:
+ * this node answers 429.
  */
 export function passCallsWhenFull(services: Services): preParsingAsyncHookHandler {
   return async (req, reply, payload) => {
     if (req.forwardedFromNode || !services.calls.isFull) return payload;
     // A caller at its own limit is refused here (429), not sent elsewhere to dodge it.
     if (services.admission.callerRefusal({ apiKeyId: req.apiKeyId!, tokenId: req.token!.jti })) return payload;
-    const nodes = await services.nodeDirectory.withRoom().catch(() => []);
-    if (!nodes.length) return payload;
     const body = await readBody(payload);
-    for (const node of nodes) {
-      const answer = await forwardTo(node.url!, req, body, services.nodeId).catch((err: Error) => {
-        req.log.warn({ reqId: req.id, node: node.id, err: err.message }, 'node did not take a call passed to it');
-        return undefined;
-      });
-      if (!answer || answer.status === 503) continue;
-      req.log.info({ reqId: req.id, node: node.id, status: answer.status }, 'call passed to another node');
-      services.metrics.callsForwarded.inc({ status: String(answer.status), reason: services.admission.loaded ? 'loaded' : 'full' });
+    const answer = await services.placement.elsewhere({ door: 'webrtc', log: req.log }, async (node) => {
+      const answer = await forwardTo(node.url!, req, body, services.nodeId);
+      return answer.status === 503 ? undefined : { status: answer.status, value: answer };
+    });
+    if (answer) {
       sendAnswer(reply, answer);
       return payload;
     }

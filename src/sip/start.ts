@@ -78,13 +78,8 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
     session: () => openAiDefaultSession(services.sessionDefaults),
     routing: services.sipRouting,
     // A full or loaded node sends the caller to the least-loaded node with room that has a SIP door.
-    elsewhere: async () => {
-      const node = (await services.nodeDirectory.withRoom()).find((n) => n.sip_address);
-      if (!node) return undefined;
-      services.metrics.callsForwarded.inc({ status: '302', reason: services.admission.loaded ? 'loaded' : 'full' });
-      log.info({ node: node.id }, 'SIP call redirected to another node');
-      return node.sip_address!;
-    },
+    elsewhere: () =>
+      services.placement.elsewhere({ door: 'sip', log, only: (n) => n.sip_address !== null }, async (node) => ({ status: 302, value: node.sip_address! })),
     log,
   });
   const server = await started.catch(async (err: Error) => {

@@ -116,3 +116,39 @@ test('a SIP call that connects or ends gives its place in SIP\'s budget back', (
   a.admit({ ...sip, tokenId: 'sip_4' });
   assert.deepEqual(a.counts, { calls: 2, halfOpen: 1 });
 });
+
+/** The other nodes' calls by key, and this node's as it publishes them; undefined: Redis unreachable. */
+function otherNodes(others: Map<string, number> | undefined) {
+  const own = new Map<string, number>();
+  return {
+    own,
+    set: (apiKeyId: string, calls: number) => void own.set(apiKeyId, calls),
+    total: async (apiKeyId: string) => (others ? (others.get(apiKeyId) ?? 0) + (own.get(apiKeyId) ?? 0) : undefined),
+    start: async () => {},
+    close: async () => {},
+  };
+}
+
+test("across nodes: a key's calls elsewhere count; past the limit the place is given back and the refusal says the cluster's", async () => {
+  const counts = otherNodes(new Map([['key_a', 4]]));
+  const a = new Admission(LIMITS, () => {}, () => undefined, counts);
+  (await a.admitAcrossNodes(caller('key_a'))).connected();
+  assert.equal(counts.own.get('key_a'), 1);
+  const refused = await a.admitAcrossNodes(caller('key_a')).then(() => assert.fail('admitted past the limit'), (err: unknown) => err);
+  assert.ok(refused instanceof CallLimitExceeded);
+  assert.equal(refused.limit, 'calls-key');
+  assert.match(refused.message, /already has 5 calls across the cluster \(its limit\)/);
+  assert.deepEqual(a.counts, { calls: 1, halfOpen: 0 });
+  assert.equal(counts.own.get('key_a'), 1, 'the refused call no longer counts');
+  assert.deepEqual([...a.callsByKey], [['key_a', 1]]);
+  // Another key is not touched by key_a's calls elsewhere.
+  await a.admitAcrossNodes(caller('key_b'));
+});
+
+test('across nodes, Redis unreachable: the node counts the key alone, and refuses at its own limit', async () => {
+  const a = new Admission(LIMITS, () => {}, () => undefined, otherNodes(undefined));
+  for (let i = 0; i < 5; i++) (await a.admitAcrossNodes(caller('key_a'))).connected();
+  const refused = await a.admitAcrossNodes(caller('key_a')).then(() => assert.fail('admitted past the limit'), (err: unknown) => err);
+  assert.ok(refused instanceof CallLimitExceeded);
+  assert.equal(refused.limit, 'calls-key');
+});

@@ -160,22 +160,13 @@ export const realtimeSocketRoutes = (services: Services): FastifyPluginAsync => 
    * own limit never gets here: that is answered 429 by this node.
    */
   async function sessionOnAnotherNode(req: FastifyRequest): Promise<WebSocket | undefined> {
-    const nodes = await services.nodeDirectory.withRoom().catch(() => []);
-    const reason = services.admission.loaded ? 'loaded' : 'full';
     const headers: Record<string, string> = {};
     for (const name of ['authorization', 'openai-beta']) if (typeof req.headers[name] === 'string') headers[name] = req.headers[name] as string;
     const protocols = String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim()).filter(Boolean);
-    for (const node of nodes) {
-      try {
-        const upstream = await opened(connectToNode({ nodeUrl: node.url!, path: req.url, headers, protocols, selfId: services.nodeId }));
-        req.log.info({ reqId: req.id, node: node.id, reason }, 'WebSocket session passed to another node');
-        services.metrics.callsForwarded.inc({ status: '101', reason });
-        return upstream;
-      } catch (err) {
-        req.log.warn({ reqId: req.id, node: node.id, err: (err as Error).message }, 'node did not take a WebSocket session passed to it');
-      }
-    }
-    return undefined;
+    return services.placement.elsewhere({ door: 'websocket', log: req.log }, async (node) => ({
+      status: 101,
+      value: await opened(connectToNode({ nodeUrl: node.url!, path: req.url, headers, protocols, selfId: services.nodeId })),
+    }));
   }
 
   /**
