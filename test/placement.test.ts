@@ -3,7 +3,8 @@
 // load figure rises past its threshold, its Opus encoders step their complexity down, /readyz says
 // it takes no new calls, and the next WebRTC offer sent to A is answered by B (A passes it on, as a
 // full node does), a WebSocket session opened on A is relayed to B (the client keeps its one
-// connection), and a SIP INVITE to A is redirected (302) to B's SIP door. With the burners gone A takes calls again and the complexity climbs
+// connection), a SIP INVITE to A is redirected (302) to B's SIP door, and an outbound phone call asked
+// of A is placed by B. With the burners gone A takes calls again and the complexity climbs
 // back. Runs alone (it loads the machine on purpose), so not in scripts/test.mjs's PARALLEL_FILES.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -42,7 +43,7 @@ describe('placement by load', () => {
   before(async () => {
     database = await scratchDatabase('parley_placement');
     redis = await startTestRedis();
-    const shared = clusterEnv({ databaseUrl: database.url, redisUrl: redis.url });
+    const shared = { ...clusterEnv({ databaseUrl: database.url, redisUrl: redis.url }), SIP_OUTBOUND_ALLOW: '*=sip:*@127.0.0.1:*' };
     [sipA, sipB] = [await freePort(), await freePort()];
     nodeA = await startServer({ ...shared, NODE_ID: 'node-a', SIP_PORT: String(sipA), LOAD_THRESHOLD: String(THRESHOLD), OPUS_COMPLEXITY: '5', OPUS_MIN_COMPLEXITY: '2' });
     nodeB = await startServer({ ...shared, NODE_ID: 'node-b', SIP_PORT: String(sipB), CREATE_DEV_KEY: 'false', LOAD_THRESHOLD: '0' });
@@ -138,6 +139,39 @@ describe('placement by load', () => {
       assert.match(await (await fetch(`${nodeA.baseUrl}/metrics`)).text(), /parley_calls_forwarded_total\{status="302",reason="loaded"\} 1/);
     } finally {
       socket.close();
+    }
+  });
+
+  test("an outbound phone call asked of A is placed by B: the callee's INVITE comes from B's SIP door", async () => {
+    // The callee: a UDP socket that answers each INVITE at once (180, 200 with SDP).
+    const phone = createSocket('udp4');
+    const invites: { port: number }[] = [];
+    phone.on('message', (m, from) => {
+      const req = m.toString('latin1');
+      if (!req.startsWith('INVITE ')) return;
+      invites.push({ port: from.port });
+      const header = (name: string) => new RegExp(`^${name}: .*$`, 'mi').exec(req)?.[0] ?? '';
+      const sdp = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 9 RTP/AVP 0\r\na=sendrecv\r\n';
+      for (const [status, body] of [['180 Ringing', ''], ['200 OK', sdp]] as const) {
+        phone.send([`SIP/2.0 ${status}`, ...req.match(/^Via: .*$/gim)!, header('From'), `${header('To')};tag=callee`, header('Call-ID'), header('CSeq'), `Contact: <sip:callee@127.0.0.1:${phone.address().port}>`, ...(body ? ['Content-Type: application/sdp'] : []), `Content-Length: ${body.length}`, '', body].join('\r\n'), from.port, from.address);
+      }
+    });
+    await new Promise<void>((resolve) => phone.bind(0, '127.0.0.1', () => resolve()));
+    try {
+      const res = await fetch(`${nodeA.baseUrl}/v1/realtime/sip/calls`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${nodeA.devKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ to: `sip:callee@127.0.0.1:${phone.address().port}`, wait_for_callee: true }),
+      });
+      assert.equal(res.status, 201, await res.clone().text());
+      const { call_id } = (await res.json()) as { call_id: string };
+      await until('the call active in its record', () => http(nodeA.baseUrl, `/v1/realtime/conversations/${call_id}`, { token: nodeA.devKey }), (r) => r.body?.state === 'active');
+      assert.deepEqual(invites.map((i) => i.port), [sipB]);
+      assert.match(await (await fetch(`${nodeA.baseUrl}/metrics`)).text(), /parley_calls_forwarded_total\{status="201",reason="loaded"\} 1/);
+      // Hung up through A: B carries it and ends it.
+      assert.equal((await http(nodeA.baseUrl, `/v1/realtime/calls/${call_id}/hangup`, { method: 'POST', token: nodeA.devKey })).status, 200);
+    } finally {
+      phone.close();
     }
   });
 

@@ -2,13 +2,15 @@
 // (through the trunk), a SIP URI, or a phone registered with Parley, with a session for the agent
 // that talks when the callee answers. The call is the same as an incoming one from then on: its
 // record, webhooks (call.started, call.ended, call.failed with the SIP status), sideband
-// (/v1/realtime?call_id=…) and /hangup. Errors are OpenAI's error objects.
+// (/v1/realtime?call_id=…) and /hangup. A node that takes no more calls has another node with room
+// place it (calls/placement.ts), as for every door. Errors are OpenAI's error objects.
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { applyOpenAiSession, openAiDefaultSession, OpenAiSessionSchema } from '../../calls/protocol/openaiSession.js';
 import type { Services } from '../../services.js';
 import { openAiKeyError, requireApiKey } from '../auth.js';
 import { openAiError } from '../errors.js';
+import { forwardTo, sendAnswer } from '../nodeForwarding.js';
 import { bodyProblem } from './openai.js';
 
 const SipCallRequest = Type.Object(
@@ -59,6 +61,15 @@ export const sipCallsRoutes = (services: Services): FastifyPluginAsync => async 
     async (req, reply) => {
       const problem = bodyProblem(req);
       if (problem) throw problem;
+      // A node at its limit or above its load threshold has a node with room and a SIP door place the call.
+      if (!req.forwardedFromNode && services.calls.isFull) {
+        const body = Buffer.from(JSON.stringify(req.body));
+        const answer = await services.placement.elsewhere({ door: 'sip', log: req.log, only: (node) => Boolean(node.sip_address) }, async (node) => {
+          const answer = await forwardTo(node.url!, req, body, services.nodeId);
+          return answer.status === 503 ? undefined : { status: answer.status, value: answer };
+        });
+        if (answer) return sendAnswer(reply, answer);
+      }
       const dialer = services.sipDialer.dialer;
       if (!dialer) throw openAiError(409, 'sip_not_enabled', 'This server has no SIP door (SIP_PORT is not set), so it cannot place phone calls.');
       const applied = applyOpenAiSession(openAiDefaultSession(services.sessionDefaults), req.body.session ?? {}, services.sessionDefaults.turnDetection);
