@@ -152,8 +152,11 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   /** Tells the other nodes at once when this one stops or starts taking calls (set once it heartbeats). */
   let loadTurned = () => {};
   let wasAccepting = true;
+  /** The node's calls, for the load's projection (admission counts them, once it exists). */
+  let callsNow = () => 0;
   const nodeLoad: NodeLoad = new NodeLoad({
     threshold: config.LOAD_THRESHOLD,
+    calls: () => callsNow(),
     loopLagMs: () => eventLoop.worstDelayMs,
     onSample: (load) => {
       metrics.nodeLoad.set(load);
@@ -188,6 +191,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   // Each key's calls counted across the nodes (Redis), renewed at the heartbeat's pace.
   const keyCalls = config.REDIS_URL ? new RedisKeyCallCounts(config.REDIS_URL, nodeId, config.NODE_LOST_AFTER_MS, log) : undefined;
   const admission = admissionOf(config, metrics, () => nodeLoad.overloaded, keyCalls);
+  callsNow = () => admission.counts.calls;
   if (keyCalls) {
     await keyCalls.start(() => admission.callsByKey, config.NODE_HEARTBEAT_MS);
     teardown.add('calls per key across the nodes', () => keyCalls.close());

@@ -17,6 +17,24 @@ export const LAG_AT_FULL_LOAD_MS = 100;
 export const LOAD_HYSTERESIS = 0.05;
 /** Weight of the newest sample in the smoothed figure (about three seconds of memory). */
 const SMOOTHING = 0.4;
+/**
+ * The most one call is taken to cost when projecting calls the figure does not show yet: a node is
+ * assumed to carry at least 33 (echo calls measured 40–60 per core here, remote-model agents ~95).
+ */
+export const MAX_CALL_COST = 0.03;
+
+/**
+ * The load with the calls admitted since the figure last caught up: a burst of new calls is set up
+ * within a second or two, before the smoothed figure shows them, so each call the figure does not
+ * show yet (the calls now, beyond their count smoothed as the figure is) is added at what a call
+ * costs now (the figure over the calls it shows, at most MAX_CALL_COST).
+ */
+export function projectedLoad(figure: number, smoothedCalls: number, callsNow: number): number {
+  const unseen = callsNow - smoothedCalls;
+  if (unseen <= 0) return figure;
+  const perCall = smoothedCalls >= 1 ? Math.min(MAX_CALL_COST, figure / smoothedCalls) : MAX_CALL_COST;
+  return figure + unseen * perCall;
+}
 
 export interface LoadSample {
   /** Share of the interval the event loop was busy (0..1). */
@@ -40,10 +58,14 @@ export interface NodeLoadOptions {
   intervalMs?: number;
   /** Told each new figure (metrics, the encoders' complexity). */
   onSample?: (load: number, sample: LoadSample) => void;
+  /** The calls the node carries now (connecting ones included), for projectedLoad(). */
+  calls?: () => number;
 }
 
 export class NodeLoad {
   private figure = 0;
+  /** The call count smoothed as the figure is: the calls the figure shows. */
+  private smoothedCalls = 0;
   private shedding = false;
   private readonly timer: NodeJS.Timeout;
   private lastElu: EventLoopUtilization = performance.eventLoopUtilization();
@@ -61,8 +83,10 @@ export class NodeLoad {
 
   /** Why the node takes no new calls now, or undefined while it does. */
   get overloaded(): string | undefined {
-    if (!this.shedding) return undefined;
-    return `This server is loaded (${this.figure.toFixed(2)}, its threshold LOAD_THRESHOLD is ${this.opts.threshold}); retry shortly or on another node.`;
+    const { threshold } = this.opts;
+    const projected = threshold > 0 && !this.shedding ? projectedLoad(this.figure, this.smoothedCalls, this.opts.calls?.() ?? 0) : this.figure;
+    if (!this.shedding && !(threshold > 0 && projected >= threshold)) return undefined;
+    return `This server is loaded (${projected.toFixed(2)}, its threshold LOAD_THRESHOLD is ${threshold}); retry shortly or on another node.`;
   }
 
   health(): Health {
@@ -83,6 +107,7 @@ export class NodeLoad {
       loopLagMs: this.opts.loopLagMs(),
     };
     this.figure = SMOOTHING * loadOf(sample) + (1 - SMOOTHING) * this.figure;
+    this.smoothedCalls = SMOOTHING * (this.opts.calls?.() ?? 0) + (1 - SMOOTHING) * this.smoothedCalls;
     const { threshold } = this.opts;
     this.shedding = threshold > 0 && (this.shedding ? this.figure >= threshold - LOAD_HYSTERESIS : this.figure >= threshold);
     this.opts.onSample?.(this.figure, sample);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Admission, CallCapacityExceeded } from '../../src/calls/admission.ts';
 import { EncoderComplexity, STEPS_UP_AFTER_SAMPLES } from '../../src/media/encoderComplexity.ts';
-import { LAG_AT_FULL_LOAD_MS, loadOf } from '../../src/observability/nodeLoad.ts';
+import { LAG_AT_FULL_LOAD_MS, MAX_CALL_COST, loadOf, projectedLoad } from '../../src/observability/nodeLoad.ts';
 
 test('a sample loads the node as much as its busiest resource', () => {
   assert.equal(loadOf({ eventLoopBusy: 0.2, machineCpu: 0.9, loopLagMs: 0 }), 0.9);
@@ -52,4 +52,16 @@ test('a loaded node admits no call, from any door, and says why; it does again o
   loaded = undefined;
   assert.equal(admission.isFull, false);
   admission.admit({ apiKeyId: 'k', tokenId: 't' }).release();
+});
+
+test('calls the figure does not show yet are projected onto it: a burst is stopped before the figure catches up', () => {
+  // 60 calls shown at 0.63: 0.0105 a call; 20 more set up within a second read 0.84.
+  assert.ok(Math.abs(projectedLoad(0.63, 60, 80) - 0.84) < 1e-9);
+  // All shown (or fewer now): the figure itself.
+  assert.equal(projectedLoad(0.63, 60, 60), 0.63);
+  assert.equal(projectedLoad(0.63, 60, 40), 0.63);
+  // A machine busy with others' work and few calls: each unseen call costs at most MAX_CALL_COST.
+  assert.ok(Math.abs(projectedLoad(0.6, 1, 3) - (0.6 + 2 * MAX_CALL_COST)) < 1e-9);
+  // An idle node: every new call at MAX_CALL_COST until the figure shows them.
+  assert.ok(Math.abs(projectedLoad(0.05, 0, 10) - (0.05 + 10 * MAX_CALL_COST)) < 1e-9);
 });
