@@ -5,12 +5,15 @@
 // (NODE_ID-w1, -w2: the console's view of the record); a baresip call; a phone registering with
 // Parley's registrar on one worker and its binding read on the other; an unknown dialog's BYE
 // answered 481 by either; Parley's own upstream registration run once and its answers reaching the
-// worker that sent it; and the per-address connection share kept by the primary, counted in metrics.
+// worker that sent it; the per-address connection share kept by the primary, counted in metrics;
+// and the TLS door: one TLS connection answered by both workers, and the primary's idle timeout
+// sparing a connection whose call a worker holds (the primary asks the workers) while closing an idle one.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createSocket, type Socket } from 'node:dgram';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket as TcpSocket } from 'node:net';
+import { connect as connectTls, type TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -20,6 +23,7 @@ import { workerOfCallId } from '../src/sip/callIds.ts';
 import { freePort, startBaresip } from './helpers/baresip.ts';
 import { G711_OFFER, digestAuthorization, sipStatus } from './helpers/rawSip.ts';
 import { http, startServer, type RunningServer } from './helpers/server.ts';
+import { makeCertificate } from './helpers/tls.ts';
 import { until } from './helpers/wait.ts';
 
 const ADMIN_TOKEN = 'sip-workers-admin-token-0123456789abcdef';
@@ -123,6 +127,10 @@ function dialog(callId: string, transport: 'UDP' | 'TCP', sentBy: string) {
 
 /** The messages heard for `callId` (whole ones: a stream's text split at each status line). */
 const answersFor = (heard: () => string[], callId: string) => heard().flatMap((t) => t.split(/(?=SIP\/2\.0 \d{3} )/)).filter((m) => m.includes(`\r\nCall-ID: ${callId}\r\n`));
+
+/** The final answer `text()` holds for `callId`'s request of CSeq `seq` `method`, once it is there. */
+const finalFor = (text: () => string, callId: string, seq: number, method: string) =>
+  until(`the final answer to ${method}`, () => answersFor(() => [text()], callId).find((m) => new RegExp(`^SIP/2\\.0 [2-6]\\d\\d [^]*CSeq: ${seq} ${method}`).test(m)), (m) => m !== undefined, 30_000) as Promise<string>;
 
 /**
  * One call: INVITE answered 200 (the record names the worker), ACK, connected, BYE answered 200,
@@ -251,5 +259,58 @@ describe('PARLEY_WORKERS=2 with SIP_PORT', () => {
     await until('the two past the share closed', () => closed, (n) => n === 2, 30_000);
     const metrics = await until('counted', async () => (await fetch(`${server.baseUrl}/metrics`)).text(), (m) => /^parley_rate_limited_total\{limit="sip-tcp-ip"\} 2$/m.test(m), 30_000);
     assert.match(metrics, /^parley_rate_limited_total\{limit="sip-tcp-ip"\} 2$/m);
+  });
+});
+
+describe('PARLEY_WORKERS=2 with SIP over TLS', () => {
+  let tlsServer: RunningServer;
+  let tlsPort: number;
+  let ca: Buffer;
+  const IDLE_MS = 2000;
+
+  before(async () => {
+    const { cert, key } = makeCertificate(dir);
+    ca = readFileSync(cert);
+    tlsPort = await freePort();
+    tlsServer = await startServer({ PARLEY_WORKERS: '2', NODE_ID: 'swtls', SIP_PORT: '0', SIP_TLS_PORT: String(tlsPort), SIP_TRUSTED_CIDRS: '127.0.0.1/32', SIP_TCP_IDLE_TIMEOUT_MS: String(IDLE_MS), TLS_CERT_FILE: cert, TLS_KEY_FILE: key });
+  });
+  after(() => tlsServer?.stop());
+
+  /** A TLS connection to the SIP TLS port, with what it has heard and whether it closed. */
+  async function tlsConnection(): Promise<{ socket: TLSSocket; text: () => string; closed: () => boolean; sentBy: string }> {
+    const socket = connectTls({ host: '127.0.0.1', port: tlsPort, ca });
+    closers.push(() => socket.destroy());
+    let text = '';
+    let closed = false;
+    socket.on('data', (d) => (text += d.toString('latin1')));
+    socket.on('error', () => {});
+    socket.on('close', () => (closed = true));
+    await new Promise((resolve) => socket.once('secureConnect', resolve));
+    return { socket, text: () => text, closed: () => closed, sentBy: `127.0.0.1:${socket.localPort}` };
+  }
+
+  test('one TLS connection is answered by both workers; past the idle timeout an idle one is closed, one carrying a call is kept', async () => {
+    const carrier = await tlsConnection();
+    for (const index of [1, 2]) {
+      const callId = callIdFor(index);
+      carrier.socket.write(dialog(callId, 'UDP', carrier.sentBy)('OPTIONS', 1).replace('SIP/2.0/UDP', 'SIP/2.0/TLS'));
+      assert.equal(sipStatus(await finalFor(carrier.text, callId, 1, 'OPTIONS')), 200, `worker ${index} answered on the connection`);
+    }
+    // A call on worker 2 over it.
+    const callId = callIdFor(2);
+    const request = dialog(callId, 'UDP', carrier.sentBy);
+    const send = (text: string) => carrier.socket.write(text.replace('SIP/2.0/UDP', 'SIP/2.0/TLS'));
+    send(request('INVITE', 1, { body: G711_OFFER }));
+    const ok = await finalFor(carrier.text, callId, 1, 'INVITE');
+    assert.equal(sipStatus(ok), 200);
+    const toTag = /\r\nTo: [^\r]*;tag=([^;\s\r]+)/.exec(ok)![1]!;
+    send(request('ACK', 1, { toTag }));
+
+    // A connection opened after it, that brings nothing, is closed by the idle timeout; the call's is not.
+    const idle = await tlsConnection();
+    await until('the idle connection closed', idle.closed, (c) => c, 30_000);
+    assert.equal(carrier.closed(), false, "the call's connection was asked about (worker 2 holds the call) and kept");
+    send(request('BYE', 2, { toTag }));
+    assert.equal(sipStatus(await finalFor(carrier.text, callId, 2, 'BYE')), 200);
   });
 });
