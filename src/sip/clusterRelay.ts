@@ -22,9 +22,17 @@ type ToPrimary = { kind: 'sip-out'; text: string; peer: Peer } | { kind: 'sip-ca
 /** How long the primary waits for the workers to say whether an idle connection carries a call (then it keeps it). */
 const CARRIES_TIMEOUT_MS = 5000;
 
+/**
+ * Messages handed to one worker and not yet written to its IPC channel: past this a busy worker's
+ * new messages are dropped, as a full socket buffer would drop them, instead of piling up in the
+ * primary's memory during a flood (UDP callers resend; a stream's dialog sees a lost request).
+ */
+const MAX_QUEUED_PER_WORKER = 2048;
+
 /** The primary's side: SIP's sockets, each message relayed to its worker. */
 export class SipRelay {
   private readonly workers = new Map<number, Worker>();
+  private readonly queued = new WeakMap<Worker, number>();
   private readonly asking = new Map<number, { waiting: number; answered: (carries: boolean) => void }>();
   private lastQuery = 0;
   private sockets!: SipSockets;
@@ -75,7 +83,11 @@ export class SipRelay {
     const index = workerOfCallId(callId ?? `${peer.address}:${peer.port}`, this.count);
     const worker = this.workers.get(index);
     // A worker starting again after a crash: the dialogs it held died with it, and UDP resends the rest.
-    if (worker?.isConnected()) worker.send({ kind: 'sip-in', text: bytes.toString('latin1'), peer } satisfies ToWorker);
+    if (!worker?.isConnected()) return;
+    const queued = this.queued.get(worker) ?? 0;
+    if (queued >= MAX_QUEUED_PER_WORKER) return;
+    this.queued.set(worker, queued + 1);
+    worker.send({ kind: 'sip-in', text: bytes.toString('latin1'), peer } satisfies ToWorker, undefined, {}, () => this.queued.set(worker, (this.queued.get(worker) ?? 1) - 1));
   }
 
   /** Whether any worker has a dialog on the stream connection; unanswered in time: yes (kept for another idle period). */
