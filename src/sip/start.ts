@@ -28,8 +28,9 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
   const wildcard = host === '0.0.0.0' || host === '::';
   // Our SDP must name an address the caller's RTP can reach: a wildcard names none.
   if (wildcard && !config.ICE_PUBLIC_IP) throw new StartupError(`SIP binds ${host}: set SIP_HOST to an address callers reach, or ICE_PUBLIC_IP, for the SDP answers to announce`);
-  // INVITEs are counted where the HTTP limits are (Redis across nodes, else this process).
+  /** The SIP address this node announces (host:port, UDP), once its listener is open. */
   let ownAddress: string | undefined;
+  // INVITEs are counted where the HTTP limits are (Redis across nodes, else this process).
   const limits = config.RATE_LIMIT_SIP_INVITES_PER_IP ? await openRateLimitStore(config, log) : undefined;
   const trusted = trustedOf(config);
   const relayed = relayedPorts();
