@@ -12,7 +12,8 @@ import { createDevelopmentKey, createLog, printReady } from './startup.js';
 import { hostInUrl } from './system/addresses.js';
 import { ensureDataDir } from './system/dataDir.js';
 import { StartupError, bindFailure } from './system/startupError.js';
-import { COTURN_BY_PRIMARY, WORKER_INDEX, runWorkers, type WorkerMessage } from './workers.js';
+import { workerIndex as workerIndexOf } from './system/workerIndex.js';
+import { COTURN_BY_PRIMARY, runWorkers, type WorkerMessage } from './workers.js';
 
 export async function serve(config: Config): Promise<void> {
   try {
@@ -27,7 +28,7 @@ export async function serve(config: Config): Promise<void> {
 }
 
 async function runNode(config: Config): Promise<void> {
-  const workerIndex = cluster.isWorker ? Number(process.env[WORKER_INDEX]) : undefined;
+  const workerIndex = workerIndexOf();
   const log = createLog(config).child(workerIndex ? { worker: workerIndex } : {});
   const services = await createServices(config, log, { coturnRunsElsewhere: process.env[COTURN_BY_PRIMARY] === '1' });
   const app = await buildApp(services, log);
@@ -57,7 +58,7 @@ async function runNode(config: Config): Promise<void> {
     await services.close();
     throw bindFailure(err, 'the node-to-node listener', config.INTERNAL_HOST, internalPort, 'INTERNAL_PORT (or INTERNAL_HOST)');
   });
-  // The SIP front door, when configured (the first worker's only: see workers.ts).
+  // The SIP front door, when configured (in a worker, on the primary's sockets: see workers.ts).
   let sip: SipDoor | undefined;
   if (config.SIP_PORT !== undefined) {
     sip = await startSipDoor(config, services, log).catch(async (err: unknown) => {

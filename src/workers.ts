@@ -3,7 +3,9 @@
 // prints the ready line when every worker listens, replaces a worker that dies, and on SIGTERM or
 // SIGINT has each drain its calls before it leaves. Each worker is a node of its own (NODE_ID-wN):
 // its calls, UDP sockets and agents are its own; requests for a call another worker carries reach
-// that worker through the node-to-node listeners, as they would on another machine.
+// that worker through the node-to-node listeners, as they would on another machine. SIP (SIP_PORT)
+// runs on every worker: the primary holds its sockets and relays each message to the worker its
+// Call-ID belongs to (sip/clusterRelay.ts); the upstream registrations run on the first worker only.
 import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry, type PrometheusContentType } from 'prom-client';
 import type { Logger } from 'pino';
@@ -11,11 +13,14 @@ import type { Config } from './config/env.js';
 import { openStore } from './auth/store.js';
 import { TurnService } from './ice/turnService.js';
 import { answerMetricsRequests } from './observability/clusterMetrics.js';
+import { SipRelay } from './sip/clusterRelay.js';
+import { SipBindError } from './sip/listener.js';
+import { sipBindFailure, sipSocketOptions } from './sip/start.js';
 import { createDevelopmentKey, printReady } from './startup.js';
 import { loadOrCreateNodeId } from './storage/nodes.js';
+import { WORKER_INDEX } from './system/workerIndex.js';
 
-/** What the primary tells a worker through its environment (not settings of their own). */
-export const WORKER_INDEX = 'PARLEY_WORKER_INDEX';
+/** What the primary tells a worker through its environment (not a setting of its own; its index: system/workerIndex.ts). */
 export const COTURN_BY_PRIMARY = 'PARLEY_COTURN_BY_PRIMARY';
 
 export type WorkerMessage = { kind: 'listening'; port: number };
@@ -32,12 +37,19 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
   await store.db.destroy();
 
   const baseId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
+  const sip =
+    config.SIP_PORT === undefined
+      ? undefined
+      : await SipRelay.open(sipSocketOptions(config, log), count).catch((err: unknown) => {
+          throw err instanceof SipBindError ? sipBindFailure(err) : err;
+        });
   const turn = config.TURN_ENABLED && !config.TURN_URLS ? await TurnService.start(config, turnSecrets, log, () => {}) : undefined;
   const workerEnv = (index: number): NodeJS.ProcessEnv => ({
     [WORKER_INDEX]: String(index),
     NODE_ID: `${baseId}-w${index}`,
-    // A SIP dialog's messages must all reach the worker that holds it: the first worker alone answers SIP.
-    ...(index > 1 && config.SIP_PORT !== undefined ? { SIP_PORT: '' } : {}),
+    ...sip?.workerEnv,
+    // An account registered upstream once, not once per worker (the provider would keep the last contact only).
+    ...(index > 1 && config.SIP_REGISTRATIONS.length ? { SIP_REGISTRATIONS: '' } : {}),
     ...(turn?.coturnPort ? { [COTURN_BY_PRIMARY]: '1', TURN_PORT: String(turn.coturnPort) } : {}),
   });
 
@@ -51,6 +63,7 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
     const worker = cluster.fork(workerEnv(index));
     workers.set(index, worker);
     answerMetricsRequests(worker, metrics);
+    sip?.attach(index, worker);
     worker.on('message', (message: WorkerMessage) => {
       if (message?.kind !== 'listening' || ready) return;
       listening.add(index);
@@ -91,6 +104,7 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
           }),
       ),
     );
+    await sip?.close();
     await turn?.close();
     process.exit(exitCode);
   };

@@ -393,7 +393,7 @@ export const settings = {
     parse: int(500, 3_600_000),
   },
   PARLEY_WORKERS: {
-    doc: "Processes serving this node's port: auto (one per core), or a number. Each worker carries the calls it answered (its own UDP sockets and agents) and is a node of its own in the registry (NODE_ID-w1, -w2…); a request for a call another worker carries is passed to it.",
+    doc: "Processes serving this node's port: auto (one per core), or a number. Each worker carries the calls it answered (its own UDP sockets and agents) and is a node of its own in the registry (NODE_ID-w1, -w2…); a request for a call another worker carries is passed to it. SIP (SIP_PORT) answers on every worker: the primary holds its port and hands each message to the worker its Call-ID belongs to.",
     default: '1',
     parse: workers,
   },

@@ -25,12 +25,8 @@ export const ALLOW = 'INVITE, ACK, BYE, CANCEL, OPTIONS, NOTIFY, INFO, REGISTER'
 export const CALL_ID_HEADER = 'X-Parley-Call-Id';
 
 export interface SipServerOptions {
+  /** The address calls' media sockets bind (the SIP sockets are the listener's: start.ts). */
   host: string;
-  port: number;
-  /** SIP over TLS (RFC 3261 §26.2): its port (0 picks one) and PEM certificate chain and key. Unset: none. */
-  tls?: { port: number; cert: string; key: string };
-  /** Stream connections (TCP, TLS): how many one untrusted source may hold (0: no limit), and how long one may bring no message. */
-  streams: { maxPerSource: number; idleMs: number };
   /** Accounts registered with upstream providers (outboundRegistrations.ts), and who is told of their state. */
   registrations: { accounts: SipRegistrationSetting[]; changed: (state: RegistrationState) => void };
   /** Where registered phones' bindings are kept (the registrar, registrar.ts). */

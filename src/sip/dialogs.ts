@@ -2,7 +2,6 @@
 // UDP until its ACK (RFC 3261 §13.3.1.4; the call ends without one), and our own requests — BYE
 // when a call ends here, REFER to transfer it (RFC 3515).
 import { randomBytes } from 'node:crypto';
-import type { Socket as TcpSocket } from 'node:net';
 import type { SipTransport } from '../calls/sip/sipTransport.js';
 import type { ClientTransactions } from './clientTransactions.js';
 import { ALLOW, CALL_ID_HEADER, type SipCore } from './core.js';
@@ -50,9 +49,9 @@ export class Dialogs {
     return tag ? this.table.get(dialogKey(req.callId, tag)) : undefined;
   }
 
-  /** Whether a stream connection carries a dialog. */
-  carries(socket: TcpSocket): boolean {
-    return [...this.table.values()].some((d) => d.peer.socket === socket);
+  /** Whether a stream connection (by the listener's number for it) carries a dialog. */
+  carries(connection: number): boolean {
+    return [...this.table.values()].some((d) => d.peer.connection === connection);
   }
 
   /** 200 OK with our SDP through `tx`, retransmitted over UDP until its ACK (the call ends without one). */

@@ -1,6 +1,8 @@
-// Where SIP messages come in and answers go out: a UDP socket, TCP on the same port, and TLS on its
-// own port when a certificate is given. Streams are framed by Content-Length; datagrams are whole.
-// Stream connections are capped for the node and per source address, and one that brings no
+// Where SIP messages come in and answers go out. The server sees a SipListener; SipSockets is the
+// one that holds the sockets: a UDP socket, TCP on the same port, and TLS on its own port when a
+// certificate is given (in a node of its own, or in the primary of PARLEY_WORKERS, which relays
+// each message to a worker: clusterRelay.ts). Streams are framed by Content-Length; datagrams are
+// whole. Stream connections are capped for the node and per source address, and one that brings no
 // complete message for a while is closed (unless it carries a call): held idle, they would be a
 // cheap way to keep everyone else out.
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
@@ -19,18 +21,41 @@ export interface Peer {
   transport: 'udp' | 'tcp' | 'tls';
   address: string;
   port: number;
-  socket?: TcpSocket;
+  /** The stream connection (TCP, TLS) by the listener's number for it: answers go back on it. */
+  connection?: number;
 }
 
-export interface SipListenerOptions {
+export interface SipPorts {
+  udp: number;
+  tcp: number;
+  tls?: number;
+}
+
+/** What the server is told by its listener. */
+export interface ListenerEvents {
+  /** A message (not yet parsed, at most MAX_MESSAGE_BYTES) from `peer`. */
+  received: (bytes: Buffer, peer: Peer) => void;
+  /** Whether an idle stream connection still carries a call (then it stays open). */
+  carriesCall: (connection: number) => boolean | Promise<boolean>;
+}
+
+/** The SIP server's way in and out, whoever holds the sockets. */
+export interface SipListener {
+  readonly ports: SipPorts;
+  /** The port of our side of `peer`'s transport. */
+  portOf(peer: Peer): number;
+  send(peer: Peer, bytes: Buffer): void;
+  close(): Promise<void>;
+}
+
+/** The port of our side of `peer`'s transport. */
+export const portOf = (ports: SipPorts, peer: Peer): number => (peer.transport === 'tls' ? ports.tls! : ports.udp);
+
+export interface SipSocketOptions {
   host: string;
   port: number;
   /** SIP over TLS: its port (0 picks one) and PEM certificate chain and key. Unset: none. */
   tls?: { port: number; cert: string; key: string };
-  /** A message (not yet parsed, at most MAX_MESSAGE_BYTES) from `peer`. */
-  received: (bytes: Buffer, peer: Peer) => void;
-  /** Whether an idle stream connection still carries a call (then it stays open). */
-  carriesCall: (socket: TcpSocket) => boolean;
   /** Stream connections one source address may hold at once (0: no limit); `unlimitedSource` ones are held by the node's cap only. */
   maxConnectionsPerSource: number;
   unlimitedSource: (address: string) => boolean;
@@ -38,7 +63,7 @@ export interface SipListenerOptions {
   refusedConnection: () => void;
   /** A stream connection that brings no complete message for this long is closed, unless it carries a call. */
   idleMs: number;
-  log: FastifyBaseLogger;
+  log: Pick<FastifyBaseLogger, 'debug'>;
 }
 
 /** A port the listener could not open: SIP's own (UDP, and TCP on the same port) or the TLS one. */
@@ -53,16 +78,18 @@ export class SipBindError extends Error {
   }
 }
 
-export class SipListener {
+export class SipSockets implements SipListener {
   private readonly udp: UdpSocket;
   private readonly tcp: Server;
   private readonly tls: TlsServer | undefined;
-  private readonly connections = new Set<TcpSocket>();
+  /** Open stream connections by number (a Peer names its connection so; a relayed one crosses to a worker). */
+  private readonly connections = new Map<number, TcpSocket>();
+  private lastConnection = 0;
   private readonly sources: ConnectionsBySource;
-  private listening: { udp: number; tcp: number; tls?: number } = { udp: 0, tcp: 0 };
+  private listening: SipPorts = { udp: 0, tcp: 0 };
   private closed = false;
 
-  private constructor(private readonly opts: SipListenerOptions) {
+  private constructor(private readonly opts: SipSocketOptions & ListenerEvents) {
     this.udp = createSocket(opts.host.includes(':') ? 'udp6' : 'udp4');
     this.udp.on('message', (bytes, from) => this.datagram(bytes, { transport: 'udp', address: unmapped(from.address), port: from.port }));
     // ICMP errors of sends to a gone caller: nothing to do.
@@ -82,31 +109,31 @@ export class SipListener {
     }
   }
 
-  static async open(opts: SipListenerOptions): Promise<SipListener> {
-    const listener = new SipListener(opts);
+  static async open(opts: SipSocketOptions & ListenerEvents): Promise<SipSockets> {
+    const listener = new SipSockets(opts);
     await listener.listen();
     return listener;
   }
 
-  get ports(): { udp: number; tcp: number; tls?: number } {
+  get ports(): SipPorts {
     return this.listening;
   }
 
-  /** The port of our side of `peer`'s transport. */
   portOf(peer: Peer): number {
-    return peer.transport === 'tls' ? this.listening.tls! : this.listening.udp;
+    return portOf(this.listening, peer);
   }
 
   send(peer: Peer, bytes: Buffer): void {
     // An INVITE still being worked on when the server closes has nowhere to answer.
     if (this.closed) return;
-    if (peer.transport === 'udp') this.udp.send(bytes, peer.port, peer.address);
-    else if (peer.socket && !peer.socket.destroyed) peer.socket.write(bytes);
+    if (peer.transport === 'udp') return void this.udp.send(bytes, peer.port, peer.address);
+    const socket = peer.connection === undefined ? undefined : this.connections.get(peer.connection);
+    if (socket && !socket.destroyed) socket.write(bytes);
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const socket of this.connections) socket.destroy();
+    for (const socket of this.connections.values()) socket.destroy();
     await new Promise<void>((resolve) => this.tcp.close(() => resolve()));
     if (this.tls) await new Promise<void>((resolve) => this.tls!.close(() => resolve()));
     await new Promise<void>((resolve) => this.udp.close(() => resolve()));
@@ -145,17 +172,23 @@ export class SipListener {
 
   /** A stream connection (TCP, or TLS once its handshake is done): SIP messages framed by Content-Length. */
   private accepted(socket: TcpSocket, transport: 'tcp' | 'tls'): void {
-    this.connections.add(socket);
+    const connection = ++this.lastConnection;
+    this.connections.set(connection, socket);
     let buffer = Buffer.alloc(0);
-    const peer: Peer = { transport, address: unmapped(socket.remoteAddress ?? ''), port: socket.remotePort ?? 0, socket };
-    const idle = setTimeout(() => {
-      if (this.opts.carriesCall(socket)) idle.refresh();
+    let lastMessageAt = 0;
+    const peer: Peer = { transport, address: unmapped(socket.remoteAddress ?? ''), port: socket.remotePort ?? 0, connection };
+    const idle = setTimeout(async () => {
+      const asked = Date.now();
+      const carries = await Promise.resolve(this.opts.carriesCall(connection)).catch(() => true);
+      if (socket.destroyed) return;
+      // A message that came while the answer was awaited keeps the connection too.
+      if (carries || lastMessageAt >= asked) idle.refresh();
       else socket.destroy();
     }, this.opts.idleMs);
     socket.on('error', () => {});
     socket.on('close', () => {
       clearTimeout(idle);
-      this.connections.delete(socket);
+      this.connections.delete(connection);
     });
     socket.on('data', (chunk) => {
       buffer = buffer.length ? Buffer.concat([buffer, chunk]) : chunk;
@@ -173,6 +206,7 @@ export class SipListener {
           continue;
         }
         idle.refresh();
+        lastMessageAt = Date.now();
         this.opts.received(next.bytes, peer);
       }
     });

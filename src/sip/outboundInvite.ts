@@ -12,6 +12,7 @@ import type { SipTransport } from '../calls/sip/sipTransport.js';
 import type { ClientTransactions } from './clientTransactions.js';
 import { ALLOW, type SipCore } from './core.js';
 import type { Dialog, Dialogs } from './dialogs.js';
+import { newCallId } from './callIds.js';
 import { digestAnswer } from './digest.js';
 import type { Peer } from './listener.js';
 import { uriOf, writeMessage, type SipResponse } from './message.js';
@@ -47,7 +48,8 @@ export function failureOf(status: number, cancelledAtRingTimeout: boolean): Invi
 }
 
 export class OutboundInvite {
-  readonly callId = `${randomBytes(10).toString('hex')}@parley`;
+  /** Marked with our worker under PARLEY_WORKERS, so that the callee's answers reach this process (callIds.ts). */
+  readonly callId = newCallId();
   private readonly fromTag = randomBytes(6).toString('hex');
   private cseq = 1;
   private branch = newBranch();

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { SipRegistrationSetting } from '../config/env.js';
+import { newCallId } from './callIds.js';
 import type { ClientTransactions } from './clientTransactions.js';
 import type { SipCore } from './core.js';
 import { digestAnswer } from './digest.js';
@@ -34,7 +35,7 @@ export interface RegistrationState {
 }
 
 class OutboundRegistration {
-  private readonly callId = `${randomBytes(10).toString('hex')}@parley`;
+  private readonly callId = newCallId();
   private readonly fromTag = randomBytes(6).toString('hex');
   private cseq = 0;
   private expires: number;

@@ -3,13 +3,12 @@
 // way, CANCEL, OPTIONS, re-INVITE (hold and resume), REFER and its NOTIFYs. Here messages are read
 // and each request goes to its transaction (serverTransactions.ts) and its handler: a new call's
 // INVITE (invite.ts), a request inside a dialog (inDialog.ts), or one answered here.
-import { contains } from '../system/cidr.js';
 import { ClientTransactions } from './clientTransactions.js';
 import { ALLOW, type SipCore, type SipServerOptions } from './core.js';
 import { Dialogs } from './dialogs.js';
 import { InDialogRequests } from './inDialog.js';
 import { InviteHandler } from './invite.js';
-import { SipListener, type Peer } from './listener.js';
+import type { ListenerEvents, Peer, SipListener, SipPorts } from './listener.js';
 import { param, parseMessage, type SipRequest } from './message.js';
 import { hostPort, responseTo, type Headers } from './responses.js';
 import { OutboundCalls } from './outboundCalls.js';
@@ -36,27 +35,20 @@ export class SipServer implements SipCore {
     this.outbound = new OutboundCalls(this, this.dialogs, this.requests, opts.outbound);
   }
 
-  static async start(opts: SipServerOptions): Promise<SipServer> {
+  /** Starts the server on the listener `listen` opens (its own sockets, or a relay from the workers' primary). */
+  static async start(opts: SipServerOptions, listen: (events: ListenerEvents) => Promise<SipListener>): Promise<SipServer> {
     const server = new SipServer(opts);
     server.registrar = new Registrar(server, opts.registrar);
-    server.listener = await SipListener.open({
-      host: opts.host,
-      port: opts.port,
-      tls: opts.tls,
+    server.listener = await listen({
       received: (bytes, peer) => server.received(bytes, peer),
-      carriesCall: (socket) => server.dialogs.carries(socket),
-      maxConnectionsPerSource: opts.streams.maxPerSource,
-      unlimitedSource: (address) => opts.trusted !== undefined && contains(opts.trusted, address),
-      idleMs: opts.streams.idleMs,
-      refusedConnection: () => opts.refused('sip-tcp-ip'),
-      log: opts.log,
+      carriesCall: (connection) => server.dialogs.carries(connection),
     });
     server.registrations = new OutboundRegistrations(server, server.requests, opts.registrations.accounts, opts.registrations.changed);
     server.registrations.start();
     return server;
   }
 
-  get ports(): { udp: number; tcp: number; tls?: number } {
+  get ports(): SipPorts {
     return this.listener.ports;
   }
 

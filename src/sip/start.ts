@@ -1,16 +1,19 @@
 // The SIP front door as a node starts it (SIP_PORT set), beside the HTTP one: the listener with its
 // INVITE limit, digest users (and their backoff) and trusted ranges, its stream connection limits,
-// owning its calls for one API key.
+// owning its calls for one API key. Under PARLEY_WORKERS the primary holds the sockets and relays
+// each worker its share of the messages (clusterRelay.ts); every worker runs the rest.
 import type { FastifyBaseLogger } from 'fastify';
 import { openAiDefaultSession } from '../calls/protocol/openaiSession.js';
 import type { Config } from '../config/env.js';
 import type { Services } from '../services.js';
 import { openRateLimitStore } from '../storage/openRateLimitStore.js';
-import { blockList } from '../system/cidr.js';
+import { blockList, contains } from '../system/cidr.js';
 import { StartupError, bindFailure } from '../system/startupError.js';
 import { AuthBackoff } from './authBackoff.js';
 import { DigestAuth } from './digest.js';
-import { SipBindError } from './listener.js';
+import { RelayedListener, relayedPorts } from './clusterRelay.js';
+import { SipBindError, SipSockets, type ListenerEvents, type SipSocketOptions } from './listener.js';
+import { hostPort } from './responses.js';
 import { SipServer } from './sipServer.js';
 import type { RegistrationState } from './outboundRegistrations.js';
 import type { Health } from '../observability/readiness.js';
@@ -25,8 +28,15 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
   const wildcard = host === '0.0.0.0' || host === '::';
   // Our SDP must name an address the caller's RTP can reach: a wildcard names none.
   if (wildcard && !config.ICE_PUBLIC_IP) throw new StartupError(`SIP binds ${host}: set SIP_HOST to an address callers reach, or ICE_PUBLIC_IP, for the SDP answers to announce`);
+  /** The SIP address this node announces (host:port, UDP), once its listener is open. */
+  let ownAddress: string | undefined;
   // INVITEs are counted where the HTTP limits are (Redis across nodes, else this process).
   const limits = config.RATE_LIMIT_SIP_INVITES_PER_IP || config.RATE_LIMIT_SIP_OUTBOUND_PER_KEY ? await openRateLimitStore(config, log) : undefined;
+  const trusted = trustedOf(config);
+  const relayed = relayedPorts();
+  const refusedConnection = () => services.metrics.rateLimited.inc({ limit: 'sip-tcp-ip' });
+  const listen = (events: ListenerEvents) =>
+    relayed ? Promise.resolve(new RelayedListener(relayed, { ...events, refusedConnection })) : SipSockets.open({ ...sipSocketOptions(config, log), ...events, refusedConnection });
   const started = SipServer.start({
     inviteLimit: limits && config.RATE_LIMIT_SIP_INVITES_PER_IP ? (async (address) => {
       const decision = await limits.hit('sip-invite-ip', address, config.RATE_LIMIT_SIP_INVITES_PER_IP, config.RATE_LIMIT_WINDOW_SECONDS * 1000);
@@ -47,9 +57,6 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
       counted: (outcome) => services.metrics.sipOutboundCalls.inc({ outcome }),
     },
     host,
-    port: config.SIP_PORT!,
-    // The certificate HTTPS serves also secures SIP signalling (the media stays plain RTP).
-    tls: config.TLS_CERT_FILE && config.TLS_KEY_FILE ? { port: config.SIP_TLS_PORT ?? (config.SIP_PORT && config.SIP_PORT < 65535 ? config.SIP_PORT + 1 : 0), cert: config.TLS_CERT_FILE, key: config.TLS_KEY_FILE } : undefined,
     announcedAddress: config.ICE_PUBLIC_IP || host,
     media: { inactivityTimeoutMs: config.SIP_MEDIA_TIMEOUT_MS },
     registrar: { bindings: services.sipBindings },
@@ -67,9 +74,8 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
     calls: services.calls,
     auth: new DigestAuth(config.SIP_USERS),
     authBackoff: new AuthBackoff(config.SIP_AUTH_MAX_FAILURES),
-    streams: { maxPerSource: config.SIP_TCP_MAX_CONNECTIONS_PER_IP, idleMs: config.SIP_TCP_IDLE_TIMEOUT_MS },
     refused: (limit) => services.metrics.rateLimited.inc({ limit }),
-    trusted: config.SIP_TRUSTED_CIDRS.length ? blockList(config.SIP_TRUSTED_CIDRS) : undefined,
+    trusted,
     owner: async () => {
       const active = (await services.apiKeys.list()).filter((k) => !k.revokedAt);
       if (config.SIP_API_KEY_ID) return active.find((k) => k.id === config.SIP_API_KEY_ID)?.id;
@@ -77,22 +83,21 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
     },
     session: () => openAiDefaultSession(services.sessionDefaults),
     routing: services.sipRouting,
-    // A full or loaded node sends the caller to the least-loaded node with room that has a SIP door.
+    // A full or loaded node sends the caller to the least-loaded node with room that has a SIP door
+    // of another address: a sibling worker shares ours, where the caller's Call-ID brings it back here.
     elsewhere: () =>
-      services.placement.elsewhere({ door: 'sip', log, only: (n) => n.sip_address !== null }, async (node) => ({ status: 302, value: node.sip_address! })),
+      services.placement.elsewhere({ door: 'sip', log, only: (n) => n.sip_address !== null && n.sip_address !== ownAddress }, async (node) => ({ status: 302, value: node.sip_address! })),
     log,
-  });
+  }, listen);
   const server = await started.catch(async (err: Error) => {
     await limits?.close();
     if (!(err instanceof SipBindError)) throw err;
-    throw err.which === 'tls'
-      ? bindFailure(err.cause, 'SIP over TLS', err.host, err.port, 'SIP_TLS_PORT')
-      : bindFailure(err.cause, 'SIP', err.host, err.port, 'SIP_PORT (or SIP_HOST)');
+    throw sipBindFailure(err);
   });
-  log.info({ sip: server.ports }, 'SIP front door listening');
+  log.info({ sip: server.ports, relayed: relayed !== undefined }, 'SIP front door listening');
   services.sipDialer.dialer = server.outbound;
-  const announced = config.ICE_PUBLIC_IP || host;
-  await services.announceSip(`${announced.includes(':') ? `[${announced}]` : announced}:${server.ports.udp}`).catch((err: Error) => log.warn({ err: err.message }, 'could not record the SIP address in the registry yet (the next heartbeat will)'));
+  ownAddress = hostPort(config.ICE_PUBLIC_IP || host, server.ports.udp);
+  await services.announceSip(ownAddress).catch((err: Error) => log.warn({ err: err.message }, 'could not record the SIP address in the registry yet (the next heartbeat will)'));
   if (config.SIP_REGISTRATIONS.length) services.readiness.register('sip_registrations', () => registrationsHealth(server.registrationStates));
   return {
     close: async () => {
@@ -102,6 +107,30 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
     },
   };
 }
+
+/** SIP's sockets as the settings describe them, opened by a node of its own or by the workers' primary. */
+export function sipSocketOptions(config: Config, log: SipSocketOptions['log']): Omit<SipSocketOptions, 'refusedConnection'> {
+  const trusted = trustedOf(config);
+  return {
+    host: config.SIP_HOST || config.HOST,
+    port: config.SIP_PORT!,
+    // The certificate HTTPS serves also secures SIP signalling (the media stays plain RTP).
+    tls: config.TLS_CERT_FILE && config.TLS_KEY_FILE ? { port: config.SIP_TLS_PORT ?? (config.SIP_PORT && config.SIP_PORT < 65535 ? config.SIP_PORT + 1 : 0), cert: config.TLS_CERT_FILE, key: config.TLS_KEY_FILE } : undefined,
+    maxConnectionsPerSource: config.SIP_TCP_MAX_CONNECTIONS_PER_IP,
+    unlimitedSource: (address) => trusted !== undefined && contains(trusted, address),
+    idleMs: config.SIP_TCP_IDLE_TIMEOUT_MS,
+    log,
+  };
+}
+
+/** A port SIP's sockets could not open, as a node's startup tells it. */
+export function sipBindFailure(err: SipBindError): Error {
+  return err.which === 'tls'
+    ? bindFailure(err.cause, 'SIP over TLS', err.host, err.port, 'SIP_TLS_PORT')
+    : bindFailure(err.cause, 'SIP', err.host, err.port, 'SIP_PORT (or SIP_HOST)');
+}
+
+const trustedOf = (config: Config) => (config.SIP_TRUSTED_CIDRS.length ? blockList(config.SIP_TRUSTED_CIDRS) : undefined);
 
 /**
  * /readyz's view of the upstream registrations: degraded (still serving: other calls come in)

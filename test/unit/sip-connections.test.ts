@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
 import { ConnectionsBySource } from '../../src/sip/connectionsBySource.ts';
-import { SipListener } from '../../src/sip/listener.ts';
+import { SipSockets } from '../../src/sip/listener.ts';
 import { makeCertificate } from '../helpers/tls.ts';
 import { until } from '../helpers/wait.ts';
 
@@ -76,7 +76,7 @@ test('the listener: TLS connections count from their TCP open (a handshake held 
   const dir = mkdtempSync(join(tmpdir(), 'parley-sip-tls-'));
   const { cert, key } = makeCertificate(dir);
   const refused: string[] = [];
-  const listener = await SipListener.open({
+  const listener = await SipSockets.open({
     host: '127.0.0.1',
     port: 0,
     tls: { port: 0, cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8') },
