@@ -4,7 +4,6 @@
 // so that the figures are Parley's own), then baresip with answermode=auto (a real phone's time in).
 //
 //   node --import tsx bench/sip-outbound.ts [--calls 20]
-import { createSocket } from 'node:dgram';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { encodeWav } from '../src/media/audio/wav.ts';
 import { freePort, startBaresip } from '../test/helpers/baresip.ts';
 import { startServer } from '../test/helpers/server.ts';
+import { startSipPhone } from '../test/helpers/sipPhone.ts';
 
 const { values } = parseArgs({ options: { calls: { type: 'string', default: '20' } } });
 const calls = Number(values.calls);
@@ -24,27 +24,14 @@ const { baseUrl, devKey: key } = server;
 const api = (path: string, body: unknown) =>
   fetch(`${baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
-/** The instant callee: 180 then 200 with PCMU SDP to each INVITE; tells when the INVITE, our ACK and our BYE arrive. */
-const callee = createSocket('udp4');
-await new Promise<void>((r) => callee.bind(0, '127.0.0.1', () => r()));
-let seen: (what: 'INVITE' | 'ACK' | 'BYE') => void = () => {};
-callee.on('message', (m, from) => {
-  const req = m.toString('latin1');
-  const method = /^(\w+) /.exec(req)?.[1];
-  const header = (name: string) => new RegExp(`^${name}: .*$`, 'mi').exec(req)?.[0] ?? '';
-  const reply = (status: string, body = '') =>
-    callee.send([`SIP/2.0 ${status}`, ...req.match(/^Via: .*$/gim)!, header('From'), `${header('To')}${/;tag=/.test(header('To')) ? '' : ';tag=callee'}`, header('Call-ID'), header('CSeq'), `Contact: <sip:callee@127.0.0.1:${callee.address().port}>`, ...(body ? ['Content-Type: application/sdp'] : []), `Content-Length: ${Buffer.byteLength(body)}`, '', body].join('\r\n'), from.port, from.address);
-  if (method === 'INVITE') {
-    seen('INVITE');
-    reply('180 Ringing');
-    reply('200 OK', 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 9 RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\na=sendrecv\r\n');
-  }
-  if (method === 'ACK') seen('ACK');
-  if (method === 'BYE') {
-    reply('200 OK');
-    seen('BYE');
-  }
-});
+/** The instant callee (180, 200 with SDP at once); what it hears tells when our INVITE, ACK and BYE arrive. */
+const callee = await startSipPhone('answer');
+const next = (what: 'INVITE' | 'ACK' | 'BYE') => {
+  const before = callee.heard.filter((r) => r.method === what).length;
+  return new Promise<void>((r) => {
+    const t = setInterval(() => callee.heard.filter((h) => h.method === what).length > before && (clearInterval(t), r()), 1);
+  });
+};
 
 const stats = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -72,8 +59,7 @@ async function run(label: string, to: string, upAt: () => Promise<void>, byeAt: 
   console.log(`${label} (${calls} calls): POST → 201 ${stats(created)}; POST → call up (our ACK sent) ${stats(up)}; hangup → BYE at the callee ${stats(bye)}`);
 }
 
-const next = (what: 'INVITE' | 'ACK' | 'BYE') => new Promise<void>((r) => (seen = (w) => w === what && r()));
-await run('instant callee', `sip:callee@127.0.0.1:${callee.address().port}`, () => next('ACK'), () => next('BYE'));
+await run('instant callee', `sip:callee@127.0.0.1:${callee.port}`, () => next('ACK'), () => next('BYE'));
 
 const phoneDir = join(dataDir, 'baresip');
 const phonePort = await freePort();

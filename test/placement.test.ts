@@ -16,6 +16,7 @@ import { freePort } from './helpers/baresip.ts';
 import { scratchDatabase } from './helpers/postgres.ts';
 import { startTestRedis, type TestRedis } from './helpers/redis.ts';
 import { openCall, type RtcClient } from './helpers/rtcClient.ts';
+import { startSipPhone } from './helpers/sipPhone.ts';
 import { clusterEnv, http, metric, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 import WebSocket from 'ws';
@@ -143,30 +144,17 @@ describe('placement by load', () => {
   });
 
   test("an outbound phone call asked of A is placed by B: the callee's INVITE comes from B's SIP door", async () => {
-    // The callee: a UDP socket that answers each INVITE at once (180, 200 with SDP).
-    const phone = createSocket('udp4');
-    const invites: { port: number }[] = [];
-    phone.on('message', (m, from) => {
-      const req = m.toString('latin1');
-      if (!req.startsWith('INVITE ')) return;
-      invites.push({ port: from.port });
-      const header = (name: string) => new RegExp(`^${name}: .*$`, 'mi').exec(req)?.[0] ?? '';
-      const sdp = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 9 RTP/AVP 0\r\na=sendrecv\r\n';
-      for (const [status, body] of [['180 Ringing', ''], ['200 OK', sdp]] as const) {
-        phone.send([`SIP/2.0 ${status}`, ...req.match(/^Via: .*$/gim)!, header('From'), `${header('To')};tag=callee`, header('Call-ID'), header('CSeq'), `Contact: <sip:callee@127.0.0.1:${phone.address().port}>`, ...(body ? ['Content-Type: application/sdp'] : []), `Content-Length: ${body.length}`, '', body].join('\r\n'), from.port, from.address);
-      }
-    });
-    await new Promise<void>((resolve) => phone.bind(0, '127.0.0.1', () => resolve()));
+    const phone = await startSipPhone('answer');
     try {
       const res = await fetch(`${nodeA.baseUrl}/v1/realtime/sip/calls`, {
         method: 'POST',
         headers: { authorization: `Bearer ${nodeA.devKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ to: `sip:callee@127.0.0.1:${phone.address().port}`, wait_for_callee: true }),
+        body: JSON.stringify({ to: `sip:callee@127.0.0.1:${phone.port}`, wait_for_callee: true }),
       });
       assert.equal(res.status, 201, await res.clone().text());
       const { call_id } = (await res.json()) as { call_id: string };
       await until('the call active in its record', () => http(nodeA.baseUrl, `/v1/realtime/conversations/${call_id}`, { token: nodeA.devKey }), (r) => r.body?.state === 'active');
-      assert.deepEqual(invites.map((i) => i.port), [sipB]);
+      assert.deepEqual(phone.heard.filter((r) => r.method === 'INVITE').map((r) => r.fromPort), [sipB]);
       assert.match(await (await fetch(`${nodeA.baseUrl}/metrics`)).text(), /parley_calls_forwarded_total\{status="201",reason="loaded"\} 1/);
       // Hung up through A: B carries it and ends it.
       assert.equal((await http(nodeA.baseUrl, `/v1/realtime/calls/${call_id}/hangup`, { method: 'POST', token: nodeA.devKey })).status, 200);

@@ -5,7 +5,7 @@
 // (NODE_ID-w1, -w2: the console's view of the record); a baresip call; a phone registering with
 // Parley's registrar on one worker and its binding read on the other; an unknown dialog's BYE
 // answered 481 by either; Parley's own upstream registration run once and its answers reaching the
-// worker that sent it; the per-address connection share kept by the primary, counted in metrics;
+// worker that sent it; outbound calls placed by both workers, each INVITE's answers back at its worker; the per-address connection share kept by the primary, counted in metrics;
 // and the TLS door: one TLS connection answered by both workers, and the primary's idle timeout
 // sparing a connection whose call a worker holds (the primary asks the workers) while closing an idle one.
 import assert from 'node:assert/strict';
@@ -23,6 +23,7 @@ import { workerOfCallId } from '../src/sip/callIds.ts';
 import { freePort, startBaresip } from './helpers/baresip.ts';
 import { G711_OFFER, digestAuthorization, sipStatus } from './helpers/rawSip.ts';
 import { http, startServer, type RunningServer } from './helpers/server.ts';
+import { startSipPhone } from './helpers/sipPhone.ts';
 import { makeCertificate } from './helpers/tls.ts';
 import { until } from './helpers/wait.ts';
 
@@ -62,6 +63,7 @@ before(async () => {
     SIP_TCP_MAX_CONNECTIONS_PER_IP: '2',
     SIP_USERS: 'alice:alice-password',
     SIP_REGISTRATIONS: `sip:${TRUNK_USER}:${TRUNK_PASSWORD}@127.0.0.1:${provider.port}`,
+    SIP_OUTBOUND_ALLOW: '*=sip:*@127.0.0.1:*',
     ADMIN_TOKEN,
   });
   const login = await http(server.baseUrl, '/console/login', { body: { token: ADMIN_TOKEN }, headers: { 'x-parley-console': '1' } });
@@ -218,6 +220,22 @@ describe('PARLEY_WORKERS=2 with SIP_PORT', () => {
     const listed = await registerOn(2, false);
     assert.equal(sipStatus(listed), 200, listed);
     assert.match(listed, new RegExp(`\\r\\nContact: <sip:alice@127\\.0\\.0\\.1:${port}>;expires=\\d+`), 'the binding made on worker 1, read on worker 2');
+  });
+
+  test("outbound calls placed by either worker: each INVITE's answers reach the worker that sent it (its Call-ID names it)", async () => {
+    const phone = await startSipPhone('answer');
+    closers.push(() => phone.close());
+    const nodes = new Set<string>();
+    // The cluster hands HTTP requests to the workers in turn: six calls are placed by both.
+    for (let i = 0; i < 6; i++) {
+      const res = await http(server.baseUrl, '/v1/realtime/sip/calls', { token: server.devKey, body: { to: `sip:phone@127.0.0.1:${phone.port}`, wait_for_callee: true } });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      const active = await until(`outbound call ${i} active`, () => record(res.body.call_id), (r) => r?.state === 'active' || r?.state === 'failed', 30_000);
+      assert.equal(active.state, 'active', JSON.stringify(active));
+      nodes.add(active.node_id);
+      assert.equal((await http(server.baseUrl, `/v1/realtime/calls/${res.body.call_id}/hangup`, { method: 'POST', token: server.devKey })).status, 200);
+    }
+    assert.deepEqual([...nodes].sort(), WORKERS);
   });
 
   test('a BYE of a dialog no worker holds is answered 481 by either', async () => {
