@@ -7,6 +7,7 @@
 // runs on every worker: the primary holds its sockets and relays each message to the worker its
 // Call-ID belongs to (sip/clusterRelay.ts); the upstream registrations run on the first worker only.
 import cluster, { type Worker } from 'node:cluster';
+import { randomBytes } from 'node:crypto';
 import { AggregatorRegistry, type PrometheusContentType } from 'prom-client';
 import type { Logger } from 'pino';
 import type { Config } from './config/env.js';
@@ -18,6 +19,7 @@ import { SipBindError } from './sip/listener.js';
 import { sipBindFailure, sipSocketOptions } from './sip/start.js';
 import { createDevelopmentKey, printReady } from './startup.js';
 import { loadOrCreateNodeId } from './storage/nodes.js';
+import { NONCE_SECRET_ENV } from './sip/digest.js';
 import { WORKER_INDEX } from './system/workerIndex.js';
 
 /** What the primary tells a worker through its environment (not a setting of its own; its index: system/workerIndex.ts). */
@@ -44,8 +46,11 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
           throw err instanceof SipBindError ? sipBindFailure(err) : err;
         });
   const turn = config.TURN_ENABLED && !config.TURN_URLS ? await TurnService.start(config, turnSecrets, log, () => {}) : undefined;
+  // One digest nonce key for every worker (sip/digest.ts).
+  const nonceSecret = randomBytes(32).toString('hex');
   const workerEnv = (index: number): NodeJS.ProcessEnv => ({
     [WORKER_INDEX]: String(index),
+    [NONCE_SECRET_ENV]: nonceSecret,
     NODE_ID: `${baseId}-w${index}`,
     ...sip?.workerEnv,
     // An account registered upstream once, not once per worker (the provider would keep the last contact only).

@@ -197,7 +197,7 @@ describe('PARLEY_WORKERS=2 with SIP_PORT', () => {
     assert.equal(ended.node_id, WORKERS[workerOfCallId(callId, 2) - 1]);
   });
 
-  test("a phone registers on one worker (challenged, then granted) and its binding is read on the other", async () => {
+  test("a phone registers on one worker (challenged, then granted), its binding is read on the other, and one worker's nonce is good on the other", async () => {
     const { socket, port, heard } = await udp();
     const answer = async (callId: string, text: string) => {
       socket.send(text, sipPort, '127.0.0.1');
@@ -207,19 +207,24 @@ describe('PARLEY_WORKERS=2 with SIP_PORT', () => {
     };
     const contact = `<sip:alice@127.0.0.1:${port}>`;
     /** REGISTERs on worker `index`'s Call-ID: challenged, then answered with alice's password (no contact: a query). */
+    let lastChallenge = '';
     const registerOn = async (index: number, withContact: boolean) => {
       const callId = callIdFor(index);
       const request = dialog(callId, 'UDP', `127.0.0.1:${port}`);
       const opts = { user: 'alice', contact: withContact ? contact : null };
-      const challenge = await answer(callId, request('REGISTER', 1, opts));
-      assert.equal(sipStatus(challenge), 401);
-      return answer(callId, request('REGISTER', 2, { ...opts, headers: [digestAuthorization(sipPort, challenge, 'alice', 'alice-password', 'REGISTER')] }));
+      lastChallenge = await answer(callId, request('REGISTER', 1, opts));
+      assert.equal(sipStatus(lastChallenge), 401);
+      return answer(callId, request('REGISTER', 2, { ...opts, headers: [digestAuthorization(sipPort, lastChallenge, 'alice', 'alice-password', 'REGISTER')] }));
     };
     const granted = await registerOn(1, true);
     assert.equal(sipStatus(granted), 200, granted);
     const listed = await registerOn(2, false);
     assert.equal(sipStatus(listed), 200, listed);
     assert.match(listed, new RegExp(`\\r\\nContact: <sip:alice@127\\.0\\.0\\.1:${port}>;expires=\\d+`), 'the binding made on worker 1, read on worker 2');
+    // The nonce worker 2 gave is good on worker 1 too (the workers share its key): no new challenge.
+    const callId = callIdFor(1);
+    const reused = await answer(callId, dialog(callId, 'UDP', `127.0.0.1:${port}`)('REGISTER', 1, { user: 'alice', contact: null, headers: [digestAuthorization(sipPort, lastChallenge, 'alice', 'alice-password', 'REGISTER')] }));
+    assert.equal(sipStatus(reused), 200, reused);
   });
 
   test("outbound calls placed by either worker: each INVITE's answers reach the worker that sent it (its Call-ID names it)", async () => {

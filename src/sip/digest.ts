@@ -13,11 +13,22 @@ const md5 = (text: string) => createHash('md5').update(text).digest('hex');
 /** A caller's answer to our challenge, when it names one of our users and one of our nonces. */
 export type DigestAnswer = { user: string; passwordRight: boolean } | undefined;
 
-export class DigestAuth {
-  /** Per process: a restart only means callers are challenged again. */
-  private readonly secret = randomBytes(32);
+/**
+ * Where the primary of PARLEY_WORKERS hands its workers one nonce key (hex): a phone's digest answer
+ * to one worker's challenge is good on the other (its next call's Call-ID may pick either).
+ */
+export const NONCE_SECRET_ENV = 'PARLEY_SIP_NONCE_SECRET';
 
-  constructor(private readonly users: Map<string, string>) {}
+export class DigestAuth {
+  /** The key our nonces are signed with: the workers' shared one, else this process's (a restart only means callers are challenged again). */
+  private readonly secret: Buffer;
+
+  constructor(
+    private readonly users: Map<string, string>,
+    secretHex = process.env[NONCE_SECRET_ENV],
+  ) {
+    this.secret = secretHex && /^[0-9a-f]{64}$/.test(secretHex) ? Buffer.from(secretHex, 'hex') : randomBytes(32);
+  }
 
   get enabled(): boolean {
     return this.users.size > 0;
