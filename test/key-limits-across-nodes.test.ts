@@ -6,18 +6,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
-import { scratchDatabase } from './helpers/postgres.ts';
-import { startTestRedis, type TestRedis } from './helpers/redis.ts';
 import { openCall, type RtcClient } from './helpers/rtcClient.ts';
-import { clusterEnv, http, metric, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { http, metric, mintToken, type RunningServer } from './helpers/server.ts';
+import { startTwoNodes, type TwoNodes } from './helpers/twoNodes.ts';
 import { until } from './helpers/wait.ts';
 
 /** Long enough that a busy machine does not let B's counts lapse while B still runs. */
 const LOST_AFTER_MS = 10_000;
 
 describe('per-key call limits across nodes', () => {
-  let database: Awaited<ReturnType<typeof scratchDatabase>>;
-  let redis: TestRedis;
+  let cluster: TwoNodes;
   let nodeA: RunningServer;
   let nodeB: RunningServer;
   const clients: RtcClient[] = [];
@@ -35,18 +33,12 @@ describe('per-key call limits across nodes', () => {
     );
 
   before(async () => {
-    database = await scratchDatabase('parley_key_limits');
-    redis = await startTestRedis();
-    const shared = { ...clusterEnv({ databaseUrl: database.url, redisUrl: redis.url, lostAfterMs: LOST_AFTER_MS }), MAX_CALLS_PER_KEY: '2' };
-    nodeA = await startServer({ ...shared, NODE_ID: 'node-a' });
-    nodeB = await startServer({ ...shared, NODE_ID: 'node-b', CREATE_DEV_KEY: 'false' });
+    cluster = await startTwoNodes('parley_key_limits', { lostAfterMs: LOST_AFTER_MS, shared: { MAX_CALLS_PER_KEY: '2' } });
+    ({ a: nodeA, b: nodeB } = cluster);
   });
   after(async () => {
     for (const c of clients) c.close();
-    await nodeA?.stop();
-    await nodeB?.stop();
-    await redis?.stop();
-    await database?.drop();
+    await cluster?.stop();
   });
 
   test('one call on A and one on B: a third is refused on either node, WebRTC or WebSocket (429)', async () => {
@@ -93,7 +85,7 @@ describe('per-key call limits across nodes', () => {
   });
 
   test("Redis stopped: A counts the key's calls alone (one warning), never an error for the caller", async () => {
-    await redis.stop();
+    await cluster.redis.stop();
     try {
       const next = await call(nodeA);
       await next.waitConnected();
@@ -102,7 +94,7 @@ describe('per-key call limits across nodes', () => {
       const warnings = (nodeA.stdout() + nodeA.stderr()).match(/calls per key are counted by each node alone/g) ?? [];
       assert.equal(warnings.length, 1);
     } finally {
-      await redis.start();
+      await cluster.redis.start();
     }
   });
 });

@@ -5,10 +5,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { openAiStylePeer } from './helpers/openaiPeer.ts';
-import { scratchDatabase } from './helpers/postgres.ts';
-import { startTestRedis, type TestRedis } from './helpers/redis.ts';
 import { attachTone, listen, openCall, waitFor, type RtcClient } from './helpers/rtcClient.ts';
-import { clusterEnv, http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { http, mintToken, type RunningServer } from './helpers/server.ts';
+import { startTwoNodes, type TwoNodes } from './helpers/twoNodes.ts';
 import { until } from './helpers/wait.ts';
 import WebSocket from 'ws';
 
@@ -18,26 +17,19 @@ const LOST_AFTER_MS = 3000;
 const candidatePorts = (sdp: string) => [...sdp.matchAll(/a=candidate:\S+ \d \S+ \d+ \S+ (\d+) typ host/g)].map((m) => Number(m[1]));
 
 describe('two nodes sharing PostgreSQL and Redis', () => {
-  let database: Awaited<ReturnType<typeof scratchDatabase>>;
-  let redis: TestRedis;
+  let cluster: TwoNodes;
   let nodeA: RunningServer;
   let nodeB: RunningServer;
   const clients: RtcClient[] = [];
   let onA: RtcClient;
 
   before(async () => {
-    database = await scratchDatabase('parley_nodes');
-    redis = await startTestRedis();
-    const shared = clusterEnv({ databaseUrl: database.url, redisUrl: redis.url, lostAfterMs: LOST_AFTER_MS });
-    nodeA = await startServer({ ...shared, NODE_ID: 'node-a', MAX_CONCURRENT_CALLS: '1' });
-    nodeB = await startServer({ ...shared, NODE_ID: 'node-b', CREATE_DEV_KEY: 'false' });
+    cluster = await startTwoNodes('parley_nodes', { lostAfterMs: LOST_AFTER_MS, a: { MAX_CONCURRENT_CALLS: '1' } });
+    ({ a: nodeA, b: nodeB } = cluster);
   });
   after(async () => {
     for (const c of clients) c.close();
-    await nodeA?.stop();
-    await nodeB?.stop();
-    await redis?.stop();
-    await database?.drop();
+    await cluster?.stop();
   });
 
   const record = async (node: RunningServer, id: string) => (await http(node.baseUrl, `/v1/realtime/conversations/${id}`, { token: nodeA.devKey })).body;

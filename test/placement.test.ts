@@ -13,20 +13,22 @@ import { createSocket } from 'node:dgram';
 import { availableParallelism } from 'node:os';
 import { after, before, describe, test } from 'node:test';
 import { freePort } from './helpers/baresip.ts';
-import { scratchDatabase } from './helpers/postgres.ts';
-import { startTestRedis, type TestRedis } from './helpers/redis.ts';
 import { openCall, type RtcClient } from './helpers/rtcClient.ts';
 import { startSipPhone } from './helpers/sipPhone.ts';
-import { clusterEnv, http, metric, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { http, metric, mintToken, type RunningServer } from './helpers/server.ts';
+import { startTwoNodes, type TwoNodes } from './helpers/twoNodes.ts';
 import { until } from './helpers/wait.ts';
+import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhookReceiver.ts';
 import WebSocket from 'ws';
+
+const WEBHOOK_SECRET = 'whsec_' + Buffer.from('placement-webhook-secret-32-byte').toString('base64');
 
 /** High, so that a shared machine's other work does not keep A above it once the burners stop. */
 const THRESHOLD = 0.9;
 
 describe('placement by load', () => {
-  let database: Awaited<ReturnType<typeof scratchDatabase>>;
-  let redis: TestRedis;
+  let cluster: TwoNodes;
+  let hooks: WebhookReceiver;
   let nodeA: RunningServer;
   let nodeB: RunningServer;
   let sipA: number;
@@ -42,20 +44,20 @@ describe('placement by load', () => {
   };
 
   before(async () => {
-    database = await scratchDatabase('parley_placement');
-    redis = await startTestRedis();
-    const shared = { ...clusterEnv({ databaseUrl: database.url, redisUrl: redis.url }), SIP_OUTBOUND_ALLOW: '*=sip:*@127.0.0.1:*' };
     [sipA, sipB] = [await freePort(), await freePort()];
-    nodeA = await startServer({ ...shared, NODE_ID: 'node-a', SIP_PORT: String(sipA), LOAD_THRESHOLD: String(THRESHOLD), OPUS_COMPLEXITY: '5', OPUS_MIN_COMPLEXITY: '2' });
-    nodeB = await startServer({ ...shared, NODE_ID: 'node-b', SIP_PORT: String(sipB), CREATE_DEV_KEY: 'false', LOAD_THRESHOLD: '0' });
+    hooks = await startWebhookReceiver(WEBHOOK_SECRET);
+    cluster = await startTwoNodes('parley_placement', {
+      shared: { SIP_OUTBOUND_ALLOW: '*=sip:*@127.0.0.1:*', WEBHOOK_URL: hooks.url, WEBHOOK_SECRET, WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8', WEBHOOK_EVENTS: 'call.started,call.ended' },
+      a: { SIP_PORT: String(sipA), LOAD_THRESHOLD: String(THRESHOLD), OPUS_COMPLEXITY: '5', OPUS_MIN_COMPLEXITY: '2' },
+      b: { SIP_PORT: String(sipB), LOAD_THRESHOLD: '0' },
+    });
+    ({ a: nodeA, b: nodeB } = cluster);
   });
   after(async () => {
     await stopBurners();
     for (const c of clients) c.close();
-    await nodeA?.stop();
-    await nodeB?.stop();
-    await redis?.stop();
-    await database?.drop();
+    await cluster?.stop();
+    await hooks?.close();
   });
 
   test('A, loaded past its threshold, steps its encoders down and says so in /readyz, still 200', async () => {
@@ -69,7 +71,7 @@ describe('placement by load', () => {
     assert.equal(await metric(nodeA.baseUrl, 'parley_node_load_threshold'), THRESHOLD);
   });
 
-  test('the next WebRTC call sent to A is answered by B and connects; A counts it placed elsewhere for its load', async () => {
+  test('the next WebRTC call sent to A is answered by B and connects, with its record, webhooks and sideband; A counts it placed elsewhere for its load', async () => {
     const client = await openCall(nodeA.baseUrl, await mintToken(nodeA.baseUrl, nodeA.devKey), { params: { model: 'audio-echo' } });
     clients.push(client);
     assert.equal(client.answeredBy, 'node-b');
@@ -77,6 +79,18 @@ describe('placement by load', () => {
     const record = await until('the call active in its record', () => http(nodeA.baseUrl, `/v1/realtime/conversations/${client.conversationId}`, { token: nodeA.devKey }), (r) => r.body?.state === 'active');
     assert.equal(record.status, 200, JSON.stringify(record.body));
     assert.match(await (await fetch(`${nodeA.baseUrl}/metrics`)).text(), /parley_calls_forwarded_total\{status="200",reason="loaded"\} 1/);
+    // Its webhooks come as for any call (B sends them), and an app's sideband opened on A reaches it on B.
+    await until('call.started for the call B carries', () => hooks.events.find((e) => e.type === 'call.started' && e.data.call_id === client.conversationId), Boolean, 30_000);
+    const sideband = new WebSocket(`${nodeA.baseUrl.replace('http', 'ws')}/v1/realtime?call_id=${client.conversationId}`, { headers: { authorization: `Bearer ${nodeA.devKey}` } });
+    const events: any[] = [];
+    sideband.on('message', (data) => events.push(JSON.parse(String(data))));
+    sideband.on('open', () => sideband.send(JSON.stringify({ type: 'session.update', session: { type: 'realtime', instructions: 'Placed on B.' } })));
+    try {
+      const updated: any = await until('session.updated through A', () => events.find((e) => e.type === 'session.updated'), Boolean, 30_000);
+      assert.equal(updated.session.instructions, 'Placed on B.');
+    } finally {
+      sideband.close();
+    }
   });
 
   test('a WebSocket session opened on A is carried by B, through the one connection to A', async () => {

@@ -4,17 +4,15 @@
 // nodes do it once the dead node has been silent for NODE_LOST_AFTER_MS.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Webhook } from 'standardwebhooks';
 import { scratchDatabase } from './helpers/postgres.ts';
 import { openCall, type RtcClient } from './helpers/rtcClient.ts';
 import { clusterEnv, http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
+import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhookReceiver.ts';
 
 const record = async (server: RunningServer, apiKey: string, id: string) =>
   (await http(server.baseUrl, `/v1/realtime/conversations/${id}`, { token: apiKey })).body;
@@ -34,30 +32,19 @@ async function connectedCall(server: RunningServer, apiKey: string): Promise<Rtc
 describe('a single node (SQLite) killed mid-call and started again', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-reconcile-'));
   const secret = `whsec_${randomBytes(32).toString('base64')}`;
-  const events: any[] = [];
-  let receiver: Server;
+  let receiver: WebhookReceiver;
   let server: RunningServer;
   before(async () => {
-    receiver = createServer((req, res) => {
-      let body = '';
-      req.on('data', (d) => (body += d));
-      req.on('end', () => {
-        const h = req.headers;
-        events.push(new Webhook(secret).verify(body, { 'webhook-id': String(h['webhook-id']), 'webhook-timestamp': String(h['webhook-timestamp']), 'webhook-signature': String(h['webhook-signature']) }));
-        res.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiver = await startWebhookReceiver(secret);
   });
   after(async () => {
     await server?.stop();
-    receiver?.closeAllConnections();
-    await new Promise((r) => receiver?.close(r));
+    await receiver?.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
   test('the call left active by the killed process is recorded failed (node_lost) at the next start, and its call.failed sent', async () => {
-    const hooks = { WEBHOOK_URL: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, WEBHOOK_SECRET: secret, WEBHOOK_POLL_MS: '100', WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8' };
+    const hooks = { WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: secret, WEBHOOK_POLL_MS: '100', WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8' };
     server = await startServer({ DATA_DIR: dataDir, ...hooks });
     const apiKey = server.devKey;
     const client = await connectedCall(server, apiKey);
@@ -69,13 +56,13 @@ describe('a single node (SQLite) killed mid-call and started again', () => {
     assert.equal(rec.end_reason, 'node_lost');
     assert.ok(rec.ended_at);
     await until('the log line', () => server.stderr(), (text) => /calls left unfinished by this node's previous run recorded failed/.test(text));
-    const failed: any = await until('its call.failed', () => events.find((e) => e.type === 'call.failed' && e.data.call_id === client.conversationId), Boolean, 15_000);
+    const failed: any = await until('its call.failed', () => receiver.events.find((e) => e.type === 'call.failed' && e.data.call_id === client.conversationId), Boolean, 15_000);
     assert.equal(failed.data.end_reason, 'node_lost');
     assert.equal(failed.data.state, 'failed');
     assert.equal(failed.data.transport, 'webrtc');
     assert.ok(failed.data.connected_at > 0 && failed.data.duration_s >= 0, JSON.stringify(failed.data));
     assert.equal(failed.data.quality, null, 'its figures died with the process');
-    assert.equal(events.filter((e) => e.type === 'call.failed' && e.data.call_id === client.conversationId).length, 1);
+    assert.equal(receiver.events.filter((e) => e.type === 'call.failed' && e.data.call_id === client.conversationId).length, 1);
   });
 });
 

@@ -6,10 +6,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { scratchDatabase } from './helpers/postgres.ts';
-import { startTestRedis, type TestRedis } from './helpers/redis.ts';
 import { openCall, type RtcClient } from './helpers/rtcClient.ts';
-import { clusterEnv, http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { startTwoNodes, type TwoNodes } from './helpers/twoNodes.ts';
 
 const BOUND_MS = 2000;
 
@@ -68,8 +67,7 @@ describe('a single node without Redis', () => {
 });
 
 describe('two nodes sharing PostgreSQL and Redis', () => {
-  let database: Awaited<ReturnType<typeof scratchDatabase>>;
-  let redis: TestRedis;
+  let cluster: TwoNodes;
   let nodeA: RunningServer;
   let nodeB: RunningServer;
   let tenant: { key: string; id: string };
@@ -79,19 +77,13 @@ describe('two nodes sharing PostgreSQL and Redis', () => {
   let otherOnB: RtcClient;
 
   before(async () => {
-    database = await scratchDatabase('parley_revoke');
-    redis = await startTestRedis();
-    const shared = clusterEnv({ databaseUrl: database.url, redisUrl: redis.url });
-    nodeA = await startServer({ ...shared, NODE_ID: 'node-a', MAX_CONCURRENT_CALLS: '1', MAX_CALLS_PER_KEY: '1' });
-    nodeB = await startServer({ ...shared, NODE_ID: 'node-b', CREATE_DEV_KEY: 'false' });
+    cluster = await startTwoNodes('parley_revoke', { a: { MAX_CONCURRENT_CALLS: '1', MAX_CALLS_PER_KEY: '1' } });
+    ({ a: nodeA, b: nodeB } = cluster);
     tenant = await createKey(nodeA, 'tenant');
   });
   after(async () => {
     for (const c of clients) c.close();
-    await nodeA?.stop();
-    await nodeB?.stop();
-    await redis?.stop();
-    await database?.drop();
+    await cluster?.stop();
   });
 
   test('a full node refuses a caller at its own limit (429) instead of passing it on; others are passed on', async () => {
@@ -128,7 +120,7 @@ describe('two nodes sharing PostgreSQL and Redis', () => {
     const calls = [await liveCall(nodeA.baseUrl, quiet.key, clients), await liveCall(nodeB.baseUrl, quiet.key, clients)];
     assert.deepEqual(calls.map((c) => c.answeredBy), ['node-a', 'node-b']);
     const heard = calls.map(endHeard);
-    const client = new pg.Client({ connectionString: database.url });
+    const client = new pg.Client({ connectionString: cluster.databaseUrl });
     await client.connect();
     const at = Date.now();
     try {

@@ -6,13 +6,10 @@
 // key, and the attempts' rate limit. Results on the record (end_reason, sip_status) and in the
 // call.started / call.ended / call.failed webhooks.
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Webhook } from 'standardwebhooks';
 import WebSocket from 'ws';
 import { encodeWav, readWav } from '../src/media/audio/wav.ts';
 import { freePort, startBaresip, type Baresip } from './helpers/baresip.ts';
@@ -22,32 +19,18 @@ import { rms } from './helpers/pcm.ts';
 import { startServer, type RunningServer } from './helpers/server.ts';
 import { startSipPhone } from './helpers/sipPhone.ts';
 import { until } from './helpers/wait.ts';
+import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhookReceiver.ts';
 
 const SECRET = 'whsec_' + Buffer.from('outbound-webhook-secret-32-bytes!!').toString('base64');
 const TRUNK_USER = 'parley-out';
 const TRUNK_PASSWORD = 'trunk;pass@word';
 
 let dir: string;
-let receiver: Server;
-const events: any[] = [];
-
+let receiver: WebhookReceiver;
 const closers: (() => unknown)[] = [];
 
-function startReceiver(): Promise<Server> {
-  const s = createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => (body += d));
-    req.on('end', () => {
-      const h: IncomingHttpHeaders = req.headers;
-      events.push(new Webhook(SECRET).verify(body, { 'webhook-id': String(h['webhook-id']), 'webhook-timestamp': String(h['webhook-timestamp']), 'webhook-signature': String(h['webhook-signature']) }));
-      res.writeHead(204).end();
-    });
-  });
-  return new Promise((resolve) => s.listen(0, '127.0.0.1', () => resolve(s)));
-}
-
 /** The webhook event `type` of call `id`, once delivered. */
-const eventOf = (type: string, id: string): Promise<any> => until(`${type} for ${id}`, () => events.find((e) => e.type === type && e.data.call_id === id), Boolean, 60_000);
+const eventOf = (type: string, id: string): Promise<any> => until(`${type} for ${id}`, () => receiver.events.find((e) => e.type === type && e.data.call_id === id), Boolean, 60_000);
 
 function client(server: RunningServer) {
   const api = (path: string, init: { method?: string; body?: unknown } = {}) =>
@@ -86,8 +69,8 @@ async function baresip(name: string, opts: Omit<Parameters<typeof startBaresip>[
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'parley-sip-outbound-'));
-  receiver = await startReceiver();
-  closers.push(() => new Promise((r) => receiver.close(r)));
+  receiver = await startWebhookReceiver(SECRET);
+  closers.push(() => receiver.close());
 });
 
 after(async () => {
@@ -108,7 +91,7 @@ describe('outbound calls straight to the phone', () => {
       SIP_OUTBOUND_ALLOW: '*=sip:*@127.0.0.1:*,alice,carol',
       SIP_OUTBOUND_MAX_CALLS_PER_KEY: '2',
       RATE_LIMIT_SIP_OUTBOUND_PER_KEY: '40',
-      WEBHOOK_URL: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+      WEBHOOK_URL: receiver.url,
       WEBHOOK_SECRET: SECRET,
       WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
       WEBHOOK_EVENTS: 'call.started,call.ended,call.failed',

@@ -4,17 +4,15 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { Webhook } from 'standardwebhooks';
 import { encodeWav } from '../src/media/audio/wav.ts';
 import { startBaresip, freePort, type Baresip } from './helpers/baresip.ts';
 import { scratchDatabase } from './helpers/postgres.ts';
 import { startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
+import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhookReceiver.ts';
 
 const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
 const INSTRUCTIONS = 'You answer calls that rang on the other node.';
@@ -22,7 +20,7 @@ const INSTRUCTIONS = 'You answer calls that rang on the other node.';
 let database: { url: string; drop(): Promise<void> };
 let nodeA: RunningServer;
 let nodeB: RunningServer;
-let receiver: Server;
+let receiver: WebhookReceiver;
 let caller: Baresip | undefined;
 let sipPort: number;
 let dir: string;
@@ -31,17 +29,9 @@ const incoming: any[] = [];
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'parley-sip-nodes-'));
   writeFileSync(join(dir, 'silence.wav'), encodeWav([new Int16Array(60_000 * 8)], 8000));
-  receiver = createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => (body += d));
-    req.on('end', () => {
-      const h = req.headers;
-      const event = new Webhook(SECRET).verify(body, { 'webhook-id': String(h['webhook-id']), 'webhook-timestamp': String(h['webhook-timestamp']), 'webhook-signature': String(h['webhook-signature']) }) as any;
-      res.writeHead(204).end();
-      if (event.type === 'realtime.call.incoming') incoming.push(event);
-    });
+  receiver = await startWebhookReceiver(SECRET, (event) => {
+    if (event.type === 'realtime.call.incoming') incoming.push(event);
   });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   database = await scratchDatabase('parley_sip_nodes');
   sipPort = await freePort();
   const shared = {
@@ -49,7 +39,7 @@ before(async () => {
     API_KEY_PEPPER: randomBytes(32).toString('hex'),
     TURN_SECRETS: randomBytes(24).toString('hex'),
     NODE_HEARTBEAT_MS: '500',
-    WEBHOOK_URL: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+    WEBHOOK_URL: receiver.url,
     WEBHOOK_SECRET: SECRET,
     WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
     WEBHOOK_EVENTS: 'realtime.call.incoming',
@@ -66,8 +56,7 @@ after(async () => {
   await nodeA?.stop();
   await nodeB?.stop();
   await database?.drop();
-  receiver?.closeAllConnections();
-  await new Promise((r) => receiver?.close(r));
+  await receiver?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 

@@ -8,17 +8,15 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Webhook } from 'standardwebhooks';
 import WebSocket from 'ws';
 import { encodeWav } from '../src/media/audio/wav.ts';
 import { startBaresip, freePort, type Baresip } from './helpers/baresip.ts';
 import { startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
+import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhookReceiver.ts';
 
 const USER = 'alice';
 const PASSWORD = 'correct-horse-battery';
@@ -28,7 +26,7 @@ const INSTRUCTIONS = 'You are the support line of the routing test.';
 const REFER_TARGET = 'sip:frontdesk@127.0.0.1:5999';
 
 let server: RunningServer;
-let receiver: Server;
+let receiver: WebhookReceiver;
 let sipPort: number;
 let dir: string;
 const callers: Baresip[] = [];
@@ -63,26 +61,6 @@ async function decide(event: any): Promise<void> {
   decisions.set(id, { status: res.status, body: await res.json() });
 }
 
-function startReceiver(): Promise<Server> {
-  const s = createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => (body += d));
-    req.on('end', () => {
-      const h: IncomingHttpHeaders = req.headers;
-      const event = new Webhook(SECRET).verify(body, {
-        'webhook-id': String(h['webhook-id']),
-        'webhook-timestamp': String(h['webhook-timestamp']),
-        'webhook-signature': String(h['webhook-signature']),
-      }) as any;
-      res.writeHead(204).end();
-      if (event.type !== 'realtime.call.incoming') return;
-      incoming.push(event);
-      void decide(event);
-    });
-  });
-  return new Promise((resolve) => s.listen(0, '127.0.0.1', () => resolve(s)));
-}
-
 /** What the app's decision on call `id` was answered. */
 const decision = (id: string) => until(`the decision on ${id} answered`, () => decisions.get(id), Boolean, 30_000);
 
@@ -113,12 +91,16 @@ async function dial(name: string, user: string): Promise<Baresip> {
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'parley-sip-routing-'));
   writeFileSync(join(dir, 'silence.wav'), encodeWav([new Int16Array(120_000 * 8)], 8000));
-  receiver = await startReceiver();
+  receiver = await startWebhookReceiver(SECRET, (event) => {
+    if (event.type !== 'realtime.call.incoming') return;
+    incoming.push(event);
+    void decide(event);
+  });
   sipPort = await freePort();
   server = await startServer({
     SIP_PORT: String(sipPort),
     SIP_USERS: `${USER}:${PASSWORD}`,
-    WEBHOOK_URL: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`,
+    WEBHOOK_URL: receiver.url,
     WEBHOOK_SECRET: SECRET,
     WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8',
     WEBHOOK_EVENTS: 'realtime.call.incoming,call.ended,call.failed',
@@ -131,8 +113,7 @@ before(async () => {
 after(async () => {
   for (const c of callers) await c.stop();
   await server?.stop();
-  receiver?.closeAllConnections();
-  await new Promise((r) => receiver?.close(r));
+  await receiver?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
