@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { readOffer, writeOffer } from '../calls/sip/sdp.js';
 import type { SipTransport } from '../calls/sip/sipTransport.js';
 import type { ClientTransactions } from './clientTransactions.js';
-import { ALLOW, type SipCore } from './core.js';
+import { ALLOW, CALL_ID_HEADER, type SipCore } from './core.js';
 import type { Dialog, Dialogs } from './dialogs.js';
 import { newCallId } from './callIds.js';
 import { digestAnswer } from './digest.js';
@@ -101,27 +101,36 @@ export class OutboundInvite {
     return `${this.target.from};tag=${this.fromTag}`;
   }
 
-  private via(branch: string): string {
-    return `SIP/2.0/UDP ${this.core.hostPortFor(this.target.peer)};branch=${branch};rport`;
+  /** One of our requests of this call: the INVITE, the CANCEL, the ACKs (a 2xx's through the dialog's route set). */
+  private request(method: string, at: { uri: string; branch: string; from: string; to: string; seq: number; route?: string[] }, extra: [string, string][] = [], body = ''): Buffer {
+    return writeMessage(
+      `${method} ${at.uri} SIP/2.0`,
+      [
+        ['Via', `SIP/2.0/UDP ${this.core.hostPortFor(this.target.peer)};branch=${at.branch};rport`],
+        ['Max-Forwards', '70'],
+        ...(at.route ?? []).map((r): [string, string] => ['Route', r]),
+        ['From', at.from],
+        ['To', at.to],
+        ['Call-ID', this.callId],
+        ['CSeq', `${at.seq} ${method}`],
+        ...extra,
+      ],
+      body,
+    );
   }
 
   private send(authorization?: [string, string]): void {
     const { transport, conversationId } = this.call;
     const sdp = writeOffer({ sessionId: Date.now() % 1e9, address: this.core.opts.announcedAddress, rtpPort: transport.rtpPort, rtcpPort: transport.rtcpPort });
     this.branches.add(this.branch);
-    this.invite = writeMessage(
-      `INVITE ${this.target.uri} SIP/2.0`,
+    this.invite = this.request(
+      'INVITE',
+      { uri: this.target.uri, branch: this.branch, from: this.ourFrom, to: `<${this.target.uri}>`, seq: this.cseq },
       [
-        ['Via', this.via(this.branch)],
-        ['Max-Forwards', '70'],
-        ['From', this.ourFrom],
-        ['To', `<${this.target.uri}>`],
-        ['Call-ID', this.callId],
-        ['CSeq', `${this.cseq} INVITE`],
         ['Contact', this.core.contact(this.target.peer)],
         ['Allow', ALLOW],
         ['User-Agent', 'Parley'],
-        ['X-Parley-Call-Id', conversationId],
+        [CALL_ID_HEADER, conversationId],
         ...(authorization ? [authorization] : []),
         ['Content-Type', 'application/sdp'],
       ],
@@ -176,15 +185,7 @@ export class OutboundInvite {
       sdpVersion: 1,
       ended: false,
     };
-    this.ack = writeMessage(`ACK ${dialog.remoteTarget} SIP/2.0`, [
-      ['Via', this.via(newBranch())],
-      ['Max-Forwards', '70'],
-      ...dialog.routeSet.map((r): [string, string] => ['Route', r]),
-      ['From', dialog.localUri],
-      ['To', dialog.remoteUri],
-      ['Call-ID', this.callId],
-      ['CSeq', `${this.cseq} ACK`],
-    ]);
+    this.ack = this.request('ACK', { uri: dialog.remoteTarget, branch: newBranch(), from: dialog.localUri, to: dialog.remoteUri, seq: this.cseq, route: dialog.routeSet });
     this.core.send(this.target.peer, this.ack);
     this.dialogs.add(dialog);
     this.dialog = dialog;
@@ -205,14 +206,7 @@ export class OutboundInvite {
   private failedResponse(res: SipResponse): void {
     clearTimeout(this.resendTimer);
     // ACK a failure in its transaction: the same branch, the To with the callee's tag (§17.1.1.3).
-    const ack = writeMessage(`ACK ${this.target.uri} SIP/2.0`, [
-      ['Via', this.via(res.branch)],
-      ['Max-Forwards', '70'],
-      ['From', this.ourFrom],
-      ['To', res.to],
-      ['Call-ID', this.callId],
-      ['CSeq', `${res.cseq.seq} ACK`],
-    ]);
+    const ack = this.request('ACK', { uri: this.target.uri, branch: res.branch, from: this.ourFrom, to: res.to, seq: res.cseq.seq });
     this.core.send(this.target.peer, ack);
     if (res.branch !== this.branch || this.finalStatus !== undefined) return;
     // Challenged: answered once (a second challenge means the credentials are wrong).
@@ -242,14 +236,7 @@ export class OutboundInvite {
 
   private sendCancel(): void {
     this.cancelSent = true;
-    const cancel = writeMessage(`CANCEL ${this.target.uri} SIP/2.0`, [
-      ['Via', this.via(this.branch)],
-      ['Max-Forwards', '70'],
-      ['From', this.ourFrom],
-      ['To', `<${this.target.uri}>`],
-      ['Call-ID', this.callId],
-      ['CSeq', `${this.cseq} CANCEL`],
-    ]);
+    const cancel = this.request('CANCEL', { uri: this.target.uri, branch: this.branch, from: this.ourFrom, to: `<${this.target.uri}>`, seq: this.cseq });
     this.requests.start(this.target.peer, this.branch, cancel);
     // A callee that never answers the CANCEL's INVITE with 487: given up after a transaction's time.
     this.resendTimer = setTimeout(() => this.finish(this.cancelWanted === 'ring_timeout' ? 'no_answer' : 'rejected', 408), TRANSACTION_MS);
