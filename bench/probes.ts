@@ -93,7 +93,7 @@ function raw(request: string | Buffer, trickleMs = 0): Promise<Outcome> {
 }
 
 // 1. Every route and method, with and without credentials.
-const paths = ['/v1/realtime/client-secrets', '/v1/realtime/ice-config', '/v1/realtime/calls', '/v1/realtime/models', '/v1/realtime/voices', '/v1/realtime/conversations/conv_x', '/v1/realtime/conversations/', '/v1/realtime/conversations/%00', '/v1/realtime/', '/healthz', '/readyz', '/metrics', '/openapi.json', '/', '/v2/realtime/calls', '/v1/realtime/calls/../client-secrets'];
+const paths = ['/v1/realtime/client-secrets', '/v1/realtime/ice-config', '/v1/realtime/calls', '/v1/realtime/sip/calls', '/v1/realtime/models', '/v1/realtime/voices', '/v1/realtime/conversations/conv_x', '/v1/realtime/conversations/', '/v1/realtime/conversations/%00', '/v1/realtime/', '/healthz', '/readyz', '/metrics', '/openapi.json', '/', '/v2/realtime/calls', '/v1/realtime/calls/../client-secrets'];
 for (const path of paths) {
   for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD']) {
     for (const auth of [undefined, token, key]) await probe('routes × methods × credentials', `${method} ${path}`, path, { method, ...(auth ? { token: auth } : {}) });
