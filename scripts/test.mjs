@@ -36,7 +36,7 @@ const FAST_FILES = ['test/container-files.test.ts', 'test/openapi.test.ts', 'tes
 const PARALLEL_FILES = [
   'production-install', 'leak', 'first-start', 'webhooks', 'webhook-destinations', 'turn-relay', 'sip-routing', 'openai-community-clients',
   'http-limits', 'turn-relay-abuse', 'revocation', 'outage', 'reconcile', 'tokens', 'cli', 'console', 'nodes', 'rate-limits',
-  'openai-transcription', 'sip-outbound', 'openai-mcp', 'admission', 'workers', 'postgres', 'contract', 'stun', 'sip-routing-nodes',
+  'openai-transcription', 'sip-outbound', 'sip-workers', 'openai-mcp', 'admission', 'workers', 'postgres', 'contract', 'stun', 'sip-routing-nodes',
   'offer-fuzz', 'candidates', 'ice', 'datachannel', 'openai-http', 'services-startup', 'openapi', 'docs', 'recording-limits',
   'data-dir', 'sideband-limits', 'container-files', 'key-limits-across-nodes',
 ].map((name) => join(root, 'test', `${name}.test.ts`));
