@@ -59,11 +59,16 @@ rt.on('error', (e) => {
   process.exitCode = 1;
 });
 
-/** Speech: the microphone's PCM as it is captured (here a file's, in 100 ms appends), then a second of
- * silence; the server's voice activity detection ends the turn and answers. */
+/** Speech: the microphone's PCM as it is captured (here a file's, 100 ms every 100 ms), then a second
+ * of silence; the server's voice activity detection ends the turn and answers. */
 function askInSpeech(path) {
   const pcm = Buffer.concat([pcmOfWav(path), Buffer.alloc(48_000)]);
-  for (let at = 0; at < pcm.length; at += 4_800) rt.send({ type: 'input_audio_buffer.append', audio: pcm.subarray(at, at + 4_800).toString('base64') });
+  let at = 0;
+  const timer = setInterval(() => {
+    rt.send({ type: 'input_audio_buffer.append', audio: pcm.subarray(at, at + 4_800).toString('base64') });
+    at += 4_800;
+    if (at >= pcm.length) clearInterval(timer);
+  }, 100);
 }
 
 rt.socket.on('open', () => {

@@ -55,6 +55,10 @@ test("examples/openai-websocket.mjs, trusting the development CA through NODE_EX
   const { stdout } = await run(process.execPath, ['examples/openai-websocket.mjs'], {
     env: { ...process.env, NODE_EXTRA_CA_CERTS: settings.NODE_EXTRA_CA_CERTS, PARLEY_URL: server.baseUrl, PARLEY_API_KEY: server.devKey, AUDIO_FILE: wav },
     timeout: 60_000,
+  }).catch((err: Error & { stdout?: string }) => {
+    // What the server said of the session, to tell an unanswered question's cause.
+    const said = (server.stdout() + server.stderr()).split('\n').filter((l) => /"level":(40|50)|stage|turn|response/.test(l)).slice(-40).join('\n');
+    throw new Error(`the example failed (${err.message}); it printed:\n${err.stdout ?? ''}\nthe server logged:\n${said}`);
   });
   assert.match(stdout, /^session conv_\S+ over wss:\/\/127\.0\.0\.1:\d+$/m);
   const done = [...stdout.matchAll(/^response completed, (\d+\.\d) s of audio$/gm)];
