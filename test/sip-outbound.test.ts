@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { encodeWav, readWav } from '../src/media/audio/wav.ts';
-import { freePort, startBaresip, type Baresip } from './helpers/baresip.ts';
+import { BaresipStartError, freePort, startBaresip, type Baresip } from './helpers/baresip.ts';
 import { startKamailio, type Kamailio } from './helpers/kamailio.ts';
 import { startLinphone } from './helpers/linphone.ts';
 import { rms } from './helpers/pcm.ts';
@@ -60,11 +60,22 @@ function silenceWav(): string {
   return path;
 }
 
+/**
+ * baresip as the called phone, listening on a port of its own (a free one unless given: one taken
+ * meanwhile by another test's process makes it fail to start, and another is tried); with
+ * `registrar` it registers with Parley and listens where the system puts it.
+ */
 async function baresip(name: string, opts: Omit<Parameters<typeof startBaresip>[1], 'wav' | 'user'> & { user?: string }): Promise<Baresip & { port: number }> {
-  const port = opts.listenPort ?? (await freePort());
-  const b = await startBaresip(join(dir, name), { user: 'bob', ...opts, wav: silenceWav(), listenPort: port });
-  closers.push(() => b.stop());
-  return Object.assign(b, { port });
+  for (let attempt = 1; ; attempt++) {
+    const port = opts.listenPort ?? (opts.registrar ? 0 : await freePort());
+    try {
+      const b = await startBaresip(join(dir, `${name}-${attempt}`), { user: 'bob', ...opts, wav: silenceWav(), ...(port ? { listenPort: port } : {}) });
+      closers.push(() => b.stop());
+      return Object.assign(b, { port });
+    } catch (err) {
+      if (!(err instanceof BaresipStartError && err.portTaken && opts.listenPort === undefined && attempt < 3)) throw err;
+    }
+  }
 }
 
 before(async () => {

@@ -19,6 +19,16 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** baresip did not start (its output says why: a sip_listen port taken, most often). */
+export class BaresipStartError extends Error {
+  constructor(readonly output: string) {
+    super(`baresip did not start:\n${output}`);
+  }
+  get portTaken(): boolean {
+    return /Address already in use/.test(this.output);
+  }
+}
+
 export interface Baresip {
   proc: ChildProcess;
   /** Its stdout so far (the SIP trace and its status lines). */
@@ -75,7 +85,13 @@ export async function startBaresip(
   proc.stdout!.on('data', (d) => (out += d));
   proc.stderr!.on('data', (d) => (out += d));
   const exited = new Promise<void>((resolve) => proc.on('exit', () => resolve()));
-  await until('baresip ready', () => out, (o) => o.includes('baresip is ready'), 30_000);
+  // Ready, or gone (a port of sip_listen taken meanwhile: it cannot start).
+  await until('baresip ready', () => out, (o) => o.includes('baresip is ready') || proc.exitCode !== null || /init failed|Address already in use/.test(o), 30_000);
+  if (!out.includes('baresip is ready')) {
+    proc.kill('SIGKILL');
+    await exited;
+    throw new BaresipStartError(out);
+  }
   return {
     proc,
     out: () => out,
