@@ -7,6 +7,7 @@ import type { IncomingMessage, RequestListener, Server } from 'node:http';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, preParsingAsyncHookHandler } from 'fastify';
 import type { Services } from '../services.js';
+import type { PlacementRequest } from '../calls/placement.js';
 import { BODY_LIMIT } from './schemas.js';
 
 export const FORWARDED_BY = 'x-parley-forwarded-by';
@@ -96,16 +97,25 @@ export function passCallsWhenFull(services: Services): preParsingAsyncHookHandle
     // A caller at its own limit is refused here (429), not sent elsewhere to dodge it.
     if (services.admission.callerRefusal({ apiKeyId: req.apiKeyId!, tokenId: req.token!.jti })) return payload;
     const body = await readBody(payload);
-    const answer = await services.placement.elsewhere({ door: 'webrtc', log: req.log }, async (node) => {
-      const answer = await forwardTo(node.url!, req, body, services.nodeId);
-      return answer.status === 503 ? undefined : { status: answer.status, value: answer };
-    });
+    const answer = await passElsewhere(services, req, body, { door: 'webrtc', log: req.log });
     if (answer) {
       sendAnswer(reply, answer);
       return payload;
     }
     return Readable.from([body]);
   };
+}
+
+/**
+ * Offers the request (with `body`, already read) to the other nodes with room in turn (calls/placement.ts);
+ * a node that is gone, full or draining (503) gives way to the next. Resolves to the taker's answer, or
+ * undefined when none took it.
+ */
+export function passElsewhere(services: Services, req: FastifyRequest, body: Buffer, placement: PlacementRequest): Promise<NodeAnswer | undefined> {
+  return services.placement.elsewhere(placement, async (node) => {
+    const answer = await forwardTo(node.url!, req, body, services.nodeId);
+    return answer.status === 503 ? undefined : { status: answer.status, value: answer };
+  });
 }
 
 /** The whole request body, up to the limit every route has (413 beyond it). */

@@ -10,7 +10,7 @@ import { applyOpenAiSession, openAiDefaultSession, OpenAiSessionSchema } from '.
 import type { Services } from '../../services.js';
 import { openAiKeyError, requireApiKey } from '../auth.js';
 import { openAiError } from '../errors.js';
-import { forwardTo, sendAnswer } from '../nodeForwarding.js';
+import { passElsewhere, sendAnswer } from '../nodeForwarding.js';
 import { bodyProblem } from './openai.js';
 
 const SipCallRequest = Type.Object(
@@ -64,10 +64,7 @@ export const sipCallsRoutes = (services: Services): FastifyPluginAsync => async 
       // A node at its limit or above its load threshold has a node with room and a SIP door place the call.
       if (!req.forwardedFromNode && services.calls.isFull) {
         const body = Buffer.from(JSON.stringify(req.body));
-        const answer = await services.placement.elsewhere({ door: 'sip', log: req.log, only: (node) => Boolean(node.sip_address) }, async (node) => {
-          const answer = await forwardTo(node.url!, req, body, services.nodeId);
-          return answer.status === 503 ? undefined : { status: answer.status, value: answer };
-        });
+        const answer = await passElsewhere(services, req, body, { door: 'sip', log: req.log, only: (node) => Boolean(node.sip_address) });
         if (answer) return sendAnswer(reply, answer);
       }
       const dialer = services.sipDialer.dialer;
