@@ -166,6 +166,7 @@ describe('every overlay', () => {
       const matches = (selector: Record<string, string>) => pods.filter((w) => Object.entries(selector).every(([k, v]) => w.spec.template.metadata.labels[k] === v)).map((w) => w.metadata.name);
       for (const s of objects.filter((o) => o.kind === 'Service')) assert.equal(matches(s.spec.selector).length, 1, `${overlay}: Service ${s.metadata.name} selects ${matches(s.spec.selector).join(', ')}`);
       assert.deepEqual(matches(find(objects, 'PodDisruptionBudget', 'parley').spec.selector.matchLabels), ['parley']);
+      assert.deepEqual(matches(find(objects, 'PodDisruptionBudget', 'parley-turn').spec.selector.matchLabels), ['parley-turn']);
       assert.deepEqual(matches(find(objects, 'NetworkPolicy', 'parley-turn-egress').spec.podSelector.matchLabels), ['parley-turn']);
       for (const hpa of objects.filter((o) => o.kind === 'HorizontalPodAutoscaler')) {
         const target = find(objects, hpa.spec.scaleTargetRef.kind, hpa.spec.scaleTargetRef.name);
