@@ -344,7 +344,12 @@ export const settings = {
     parse: int(0, 10_000_000),
   },
   RATE_LIMIT_SIP_INVITES_PER_IP: {
-    doc: 'SIP INVITEs one source address outside SIP_TRUSTED_CIDRS may send per window (challenged, refused and wrong-password ones included; retransmissions not); beyond it 503 with Retry-After. 0: no limit. A trunk in SIP_TRUSTED_CIDRS is held by the call limits only.',
+    doc: 'SIP INVITEs one source address outside SIP_TRUSTED_CIDRS may send per window (challenged, refused and wrong-password ones included; retransmissions not); beyond it 503 with Retry-After. 0: no limit. A trunk in SIP_TRUSTED_CIDRS is held by the call limits only. Counted per node (under PARLEY_WORKERS by the primary), or across nodes with Redis.',
+    default: '120',
+    parse: int(0, 10_000_000),
+  },
+  RATE_LIMIT_SIP_REGISTERS_PER_IP: {
+    doc: 'SIP REGISTERs one source address outside SIP_TRUSTED_CIDRS may send per window (challenged and refused ones included; retransmissions not); beyond it 503 with Retry-After. A phone sends two or three per registration and refresh. 0: no limit. Counted per node (under PARLEY_WORKERS by the primary), or across nodes with Redis.',
     default: '120',
     parse: int(0, 10_000_000),
   },
@@ -519,7 +524,7 @@ export const settings = {
     parse: int(0, 3_600_000),
   },
   SIP_AUTH_MAX_FAILURES: {
-    doc: 'Wrong digest passwords in a row one SIP user (of SIP_USERS) may send, from any address; then its INVITEs get 403 Forbidden for 30 s, the wait doubling with each further wrong password (up to 30 minutes). The right password after the wait starts the count over. 0: no backoff.',
+    doc: 'Wrong SIP digest passwords in a row one source address may send (for any user, or for names that are no user\'s); then its INVITEs and REGISTERs with credentials get 403 Forbidden for 30 s, the wait doubling with each further wrong password (up to 30 minutes). The address that guesses waits, not the account: a phone elsewhere still logs in. The right password after the wait starts the count over. Counted per node (under PARLEY_WORKERS by the primary). 0: no backoff.',
     default: '5',
     parse: int(0, 1000),
   },
