@@ -205,6 +205,8 @@ describe('real phones under one-time nonces', () => {
     const refreshed = (o: string) => (o.match(/SIP\/2\.0 200 OK\r?\n(?:[^\r\n][^\n]*\n)*?CSeq: \d+ REGISTER/g) ?? []).length >= 2;
     await Promise.all([until('baresip refreshed', baresip.out, refreshed, 120_000), until('linphonec refreshed', linphone.out, refreshed, 120_000)]);
     for (const out of [baresip.out(), linphone.out()]) assert.doesNotMatch(out, /SIP\/2\.0 403 /);
+    // linphonec refreshes with its last nonce (nc=00000002): told it is stale, it answers the new one.
+    assert.match(linphone.out(), /\r?\nWWW-Authenticate: Digest [^\r\n]*stale=true/);
     assert.match(linphone.out(), /to \[LinphoneRegistrationOk\]/);
     assert.doesNotMatch(linphone.out(), /to \[LinphoneRegistrationFailed\]/);
     // A call from baresip still goes through its challenge.
