@@ -63,7 +63,7 @@ export class Metrics {
   readonly tokensIssued = new Counter({ name: 'parley_tokens_issued_total', help: 'Ephemeral tokens minted', registers: [this.registry] });
   readonly rateLimited = new Counter({
     name: 'parley_rate_limited_total',
-    help: 'Requests refused (429; SIP: 503) by a rate limit, by limit (cs-ip, cs-key, calls-token, demo-ip, sip-invite-ip, sip-outbound-key; concurrent calls: calls-key, calls-key-half-open, calls-token-concurrent; SIP connections past the share of their address: sip-tcp-ip; INVITEs of a user in its wrong-password backoff: sip-auth-user)',
+    help: 'Requests refused (429; SIP: 503) by a rate limit, by limit (cs-ip, cs-key, calls-token, demo-ip, sip-invite-ip, sip-register-ip, sip-outbound-key; concurrent calls: calls-key, calls-key-half-open, calls-token-concurrent; SIP connections past the share of their address: sip-tcp-ip; INVITEs and REGISTERs from an address in its wrong-password backoff: sip-auth-ip)',
     labelNames: ['limit'] as const,
     registers: [this.registry],
   });
