@@ -339,7 +339,7 @@ export const settings = {
     parse: int(0, 10_000_000),
   },
   RATE_LIMIT_KEY_LOOKUPS_PER_IP: {
-    doc: 'Requests one client address may make per window to the other routes that look up an API key or token (models, voices, conversation reads, hang-up, and OpenAI\'s WebSocket upgrade GET /v1/realtime, sessions and sideband connections alike), wrong credentials included; 0: no limit. Keeps a stream of made-up keys from reaching the store and flushing the key cache.',
+    doc: 'Requests one client address may make per window to the other routes that look up an API key or token (models, voices, conversation reads, hang-up, outbound SIP calls, a ringing call\'s accept, reject and refer, and OpenAI\'s WebSocket upgrade GET /v1/realtime, sessions and sideband connections alike), wrong credentials included; 0: no limit. Keeps a stream of made-up keys from reaching the store and flushing the key cache.',
     default: '600',
     parse: int(0, 10_000_000),
   },
