@@ -2,6 +2,7 @@
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiKeyCache } from './auth/keyCache.js';
+import { NodeAuth } from './auth/nodeAuth.js';
 import { openStore, type Store } from './auth/store.js';
 import { TokenService } from './auth/tokens.js';
 import { createAgents } from './agent/agents.js';
@@ -80,6 +81,8 @@ export interface Services extends Store, WebhookStores {
   /** /readyz: other parts register their checks here (TURN, speech engines…). */
   readiness: ReadinessChecks;
   nodeId: string;
+  /** Signs the requests this node passes to the others, and checks those its node-to-node listener takes. */
+  nodeAuth: NodeAuth;
   /** The other nodes (and workers) calls can be passed to. */
   nodeDirectory: NodeDirectory;
   /** Where a call goes that this node takes no more: every door's way to the other nodes. */
@@ -299,6 +302,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     recordings,
     readiness,
     nodeId,
+    nodeAuth: new NodeAuth(nodeId, store.pepper),
     nodeDirectory,
     placement: new Placement(nodeDirectory, admission, metrics),
     async announce(url, httpPort) {
