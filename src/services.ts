@@ -186,11 +186,15 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     audience: config.TOKEN_AUDIENCE,
     ttlSeconds: config.TOKEN_TTL_SECONDS,
   });
-  const agents = createAgents(config, log, metrics);
+  const nodeStore = new NodeStore(store.db);
+  // Where requests to URLs a user chose may go (webhooks, a session's MCP servers): Parley's own
+  // listeners are among what they may not reach, this node's HTTP port once it is known.
+  let httpListener: Listener | undefined = configuredHttpListener(config);
+  const outboundGuard = webhookGuard(config, nodeStore, () => httpListener);
+  const agents = createAgents(config, log, metrics, outboundGuard);
   teardown.add('agents', () => agents.close());
   const sessionDefaults = sessionDefaultsOf(config);
   const nodeId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
-  const nodeStore = new NodeStore(store.db);
   // Each key's calls counted across the nodes (Redis), renewed at the heartbeat's pace.
   const keyCalls = config.REDIS_URL ? new RedisKeyCallCounts(config.REDIS_URL, nodeId, config.NODE_LOST_AFTER_MS, log) : undefined;
   const admission = admissionOf(config, metrics, () => nodeLoad.overloaded, keyCalls);
@@ -199,8 +203,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     await keyCalls.start(() => admission.callsByKey, config.NODE_HEARTBEAT_MS);
     teardown.add('calls per key across the nodes', () => keyCalls.close());
   }
-  let httpListener: Listener | undefined = configuredHttpListener(config);
-  const webhookPublisher = await startWebhooks(config, store, webhookGuard(config, nodeStore, () => httpListener), metrics, log, teardown);
+  const webhookPublisher = await startWebhooks(config, store, outboundGuard, metrics, log, teardown);
   const recordings = new Recordings(
     {
       byDefault: config.RECORDING === 'on',

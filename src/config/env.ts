@@ -764,7 +764,7 @@ export const settings = {
   WEBHOOK_CONCURRENCY: { doc: 'Webhook requests one node has in flight at once (one per endpoint at a time, so a slow receiver does not hold up the others).', default: '8', parse: int(1, 256) },
   ECHO_DELAY_MS: { doc: "Delay before the audio-echo agent plays the caller's audio back.", default: '200', parse: int(0, 5000) },
   MCP_TIMEOUT_MS: {
-    doc: "Time each request to a session's MCP server may take (connecting, listing its tools, one call of a tool); past it the listing or the call fails (mcp_list_tools.failed, response.mcp_call.failed) and the call goes on. MCP servers' addresses follow WEBHOOK_ALLOWED_CIDRS and WEBHOOK_DNS_SERVERS: no internal address unless allowed there.",
+    doc: "Time each request to a session's MCP server may take (connecting, listing its tools, one call of a tool); past it the listing or the call fails (mcp_list_tools.failed, response.mcp_call.failed) and the call goes on. MCP servers' addresses follow WEBHOOK_ALLOWED_CIDRS and WEBHOOK_DNS_SERVERS: no internal address unless allowed there, never Parley's own listeners, and each request goes to the address that was checked.",
     default: '10000',
     parse: int(100, 120_000),
   },
@@ -772,6 +772,11 @@ export const settings = {
     doc: "The most of an MCP tool's answer (its text, in bytes) kept for the model and the client; the rest is cut, saying so.",
     default: '16384',
     parse: int(256, 1024 * 1024),
+  },
+  MCP_MAX_RESPONSE_BYTES: {
+    doc: "The most of each answer of a session's MCP server that is read (a page of its tool list, a tool's result), in bytes: past it the answer is not read further, and the listing or the call fails saying so (an error answer's body is read to 512 bytes). Keep it above MCP_MAX_OUTPUT_BYTES, which cuts what is kept of an answer read whole.",
+    default: String(1024 * 1024),
+    parse: int(64 * 1024, 64 * 1024 * 1024),
   },
 } satisfies Record<string, Setting<unknown>>;
 
