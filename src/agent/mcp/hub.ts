@@ -116,11 +116,18 @@ export class McpHub {
     ctx.emit({ type: 'item.added', item: structuredClone(item), previousItemId });
     ctx.emit({ type: 'mcp.list_tools', phase: 'in_progress', itemId: item.id });
     const listed: Listed = { server, tools: [], ready: Promise.resolve() };
+    const key = keyOf(server);
     listed.ready = (async () => {
       const release = await this.listing.acquire();
       try {
         if (!this.connect) throw new Error('MCP tools are not available on this server');
-        listed.connection = await this.connect(server);
+        const connection = await this.connect(server);
+        // Dropped meanwhile (a session.update, or the call's end): nothing else would close it.
+        if (this.servers.get(key) !== listed) {
+          void connection.close().catch(() => {});
+          throw new Error('the session no longer names it');
+        }
+        listed.connection = connection;
         const tools = await listed.connection.listTools((name) => !server.allowedTools || server.allowedTools.includes(name));
         const others = [...this.servers.values()].reduce((n, l) => n + (l === listed ? 0 : l.tools.length), 0);
         if (others + tools.length > MCP_TOOL_LIMITS.tools) {
