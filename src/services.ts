@@ -2,6 +2,7 @@
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiKeyCache } from './auth/keyCache.js';
+import { NodeAuth } from './auth/nodeAuth.js';
 import { openStore, type Store } from './auth/store.js';
 import { TokenService } from './auth/tokens.js';
 import { createAgents } from './agent/agents.js';
@@ -80,6 +81,8 @@ export interface Services extends Store, WebhookStores {
   /** /readyz: other parts register their checks here (TURN, speech engines…). */
   readiness: ReadinessChecks;
   nodeId: string;
+  /** Signs the requests this node passes to the others, and checks those its node-to-node listener takes. */
+  nodeAuth: NodeAuth;
   /** The other nodes (and workers) calls can be passed to. */
   nodeDirectory: NodeDirectory;
   /** Where a call goes that this node takes no more: every door's way to the other nodes. */
@@ -185,11 +188,15 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     audience: config.TOKEN_AUDIENCE,
     ttlSeconds: config.TOKEN_TTL_SECONDS,
   });
-  const agents = createAgents(config, log, metrics);
+  const nodeStore = new NodeStore(store.db);
+  // Where requests to URLs a user chose may go (webhooks, a session's MCP servers): Parley's own
+  // listeners are among what they may not reach, this node's HTTP port once it is known.
+  let httpListener: Listener | undefined = configuredHttpListener(config);
+  const outboundGuard = webhookGuard(config, nodeStore, () => httpListener);
+  const agents = createAgents(config, log, metrics, outboundGuard);
   teardown.add('agents', () => agents.close());
   const sessionDefaults = sessionDefaultsOf(config);
   const nodeId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
-  const nodeStore = new NodeStore(store.db);
   // Each key's calls counted across the nodes (Redis), renewed at the heartbeat's pace.
   const keyCalls = config.REDIS_URL ? new RedisKeyCallCounts(config.REDIS_URL, nodeId, config.NODE_LOST_AFTER_MS, log) : undefined;
   const admission = admissionOf(config, metrics, () => nodeLoad.overloaded, keyCalls);
@@ -198,8 +205,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     await keyCalls.start(() => admission.callsByKey, config.NODE_HEARTBEAT_MS);
     teardown.add('calls per key across the nodes', () => keyCalls.close());
   }
-  let httpListener: Listener | undefined = configuredHttpListener(config);
-  const webhookPublisher = await startWebhooks(config, store, webhookGuard(config, nodeStore, () => httpListener), metrics, log, teardown);
+  const webhookPublisher = await startWebhooks(config, store, outboundGuard, metrics, log, teardown);
   const recordings = new Recordings(
     {
       byDefault: config.RECORDING === 'on',
@@ -301,6 +307,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     recordings,
     readiness,
     nodeId,
+    nodeAuth: new NodeAuth(nodeId, store.pepper),
     nodeDirectory,
     placement: new Placement(nodeDirectory, admission, metrics),
     async announce(url, httpPort) {

@@ -11,8 +11,8 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import WebSocket from 'ws';
 import { z } from 'zod';
+import { realtimeSession } from './helpers/realtimeSession.ts';
 import { startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
@@ -64,23 +64,7 @@ after(async () => {
   await new Promise((resolve) => mcp?.close(resolve));
 });
 
-/** A GA session over the WebSocket with these tools. */
-async function session(tools: object[]) {
-  const ws = new WebSocket(`${server.baseUrl.replace('http', 'ws')}/v1/realtime?model=gpt-realtime`, { headers: { authorization: `Bearer ${server.devKey}` } });
-  const events: any[] = [];
-  ws.on('message', (data) => events.push(JSON.parse(data.toString())));
-  await until('session.created', () => events.some((e) => e.type === 'session.created'), (x) => !!x);
-  ws.send(JSON.stringify({ type: 'session.update', session: { type: 'realtime', output_modalities: ['text'], tools } }));
-  await until('session.updated', () => events.some((e) => e.type === 'session.updated'), (x) => !!x);
-  const send = (e: object) => ws.send(JSON.stringify(e));
-  const ask = (text: string) => {
-    send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } });
-    send({ type: 'response.create' });
-  };
-  const replies = () => events.filter((e) => e.type === 'response.done');
-  const text = (done: any) => done.response.output.flatMap((i: any) => i.content ?? []).map((c: any) => c.text ?? c.transcript ?? '').join(' ');
-  return { ws, events, send, ask, replies, text, close: () => ws.close() };
-}
+const session = (tools: object[]) => realtimeSession(server, tools);
 
 const weather = (extra: object = {}) => ({ type: 'mcp', server_label: 'weather', server_url: mcpUrl, headers: { authorization: 'Bearer mcp-secret' }, ...extra });
 

@@ -96,6 +96,27 @@ describe('one node without Redis', () => {
     assert.equal((await get('/v1/realtime/voices', server.devKey, freshIp())).status, 200, 'another address');
   });
 
+  test("the SIP routes count per client address too, wrong keys included: outbound calls, a ringing call's accept, reject and refer (OpenAI's 429)", async () => {
+    const routes: [string, object][] = [
+      ['/v1/realtime/sip/calls', { to: '+4930123456' }],
+      ['/v1/realtime/calls/conv_nothing/accept', {}],
+      ['/v1/realtime/calls/conv_nothing/reject', {}],
+      ['/v1/realtime/calls/conv_nothing/refer', { target_uri: 'sip:someone@example.com' }],
+    ];
+    for (const [path, body] of routes) {
+      const ip = freshIp();
+      const post = (key: string, from = ip) => http(server.baseUrl, path, { token: key, body, headers: { 'x-forwarded-for': from } });
+      for (let i = 0; i < 3; i++) assert.equal((await post(WRONG_KEY)).status, 401, path);
+      // Refused before the key is looked at, in OpenAI's rate-limit error (these are OpenAI's routes).
+      const limited = await post(server.devKey);
+      assert.equal(limited.status, 429, `${path}: ${JSON.stringify(limited.body)}`);
+      assert.deepEqual(limited.body, { error: { message: limited.body.error.message, type: 'requests', param: null, code: 'rate_limit_exceeded' } });
+      assert.match(limited.body.error.message, /address.*limit: 3 per 60 s/);
+      assert.ok(Number(limited.headers.get('retry-after')) >= 1, path);
+      assert.notEqual((await post(server.devKey, freshIp())).status, 429, `${path}: another address`);
+    }
+  });
+
   test('calls per token, both forms: the 3rd is 429 (Shape A for Orga, OpenAI error for SDP); other tokens go on', async () => {
     const key = await newKey(server, 'calls');
     const [orga, sdp, other] = [await token(server, key), await token(server, key), await token(server, key)];

@@ -16,8 +16,7 @@ import type { StageTimings } from '../session/events.js';
 import { createVoiceStages, type VoiceStages } from './stages.js';
 import { voiceAgentFactory } from './voiceAgent.js';
 import { mcpConnector } from './mcp/connector.js';
-import { hostResolver } from '../system/hostResolver.js';
-import { OutboundPolicy } from '../system/outboundPolicy.js';
+import type { OutboundGuard } from '../system/outboundRequest.js';
 
 export interface Agents {
   registry: AgentRegistry;
@@ -45,7 +44,11 @@ export function replyModelFor(engine: string, config: Config): ReplyModel | unde
 /** The voice engines: the offline model, echo, and the OpenAI-compatible backend when configured. */
 const VOICE_ENGINES = ['parley-offline', 'echo', 'llm'] as const;
 
-export function createAgents(config: Config, log: FastifyBaseLogger, metrics?: Metrics): Agents {
+/**
+ * `mcpGuard`: where a session's MCP servers may be (the addresses webhooks may reach, Parley's own
+ * listeners refused); without it, sessions are told MCP tools are not available.
+ */
+export function createAgents(config: Config, log: FastifyBaseLogger, metrics?: Metrics, mcpGuard?: OutboundGuard): Agents {
   const registry = new AgentRegistry(config.LLM_BASE_URL ? 'llm' : 'parley-offline');
   registry.register('audio-echo', echoAgentFactory(config.ECHO_DELAY_MS));
   let stages: VoiceStages | undefined;
@@ -71,15 +74,7 @@ export function createAgents(config: Config, log: FastifyBaseLogger, metrics?: M
       },
       modelFor: (session: Session) => models.get(registry.engineOf(session.model) as (typeof VOICE_ENGINES)[number]) ?? offlineModel,
       onTimings: (model, timings) => metrics && observeTimings(metrics, model, timings),
-      // MCP servers are held to the addresses webhooks may reach.
-      mcp: mcpConnector(
-        {
-          policy: new OutboundPolicy(config.WEBHOOK_ALLOWED_CIDRS, 'WEBHOOK_ALLOWED_CIDRS'),
-          resolve: hostResolver(config.WEBHOOK_DNS_SERVERS),
-          ownListeners: async () => (config.PORT ? [{ host: config.HOST, port: config.PORT }] : []),
-        },
-        { timeoutMs: config.MCP_TIMEOUT_MS, maxOutputBytes: config.MCP_MAX_OUTPUT_BYTES },
-      ),
+      ...(mcpGuard ? { mcp: mcpConnector(mcpGuard, { timeoutMs: config.MCP_TIMEOUT_MS, maxOutputBytes: config.MCP_MAX_OUTPUT_BYTES, maxResponseBytes: config.MCP_MAX_RESPONSE_BYTES }) } : {}),
     });
     for (const [engine, model] of models) if (model) registry.register(engine, voice);
   }

@@ -339,7 +339,7 @@ export const settings = {
     parse: int(0, 10_000_000),
   },
   RATE_LIMIT_KEY_LOOKUPS_PER_IP: {
-    doc: 'Requests one client address may make per window to the other routes that look up an API key or token (models, voices, conversation reads, hang-up, and OpenAI\'s WebSocket upgrade GET /v1/realtime, sessions and sideband connections alike), wrong credentials included; 0: no limit. Keeps a stream of made-up keys from reaching the store and flushing the key cache.',
+    doc: 'Requests one client address may make per window to the other routes that look up an API key or token (models, voices, conversation reads, hang-up, outbound SIP calls, a ringing call\'s accept, reject and refer, and OpenAI\'s WebSocket upgrade GET /v1/realtime, sessions and sideband connections alike), wrong credentials included; 0: no limit. Keeps a stream of made-up keys from reaching the store and flushing the key cache.',
     default: '600',
     parse: int(0, 10_000_000),
   },
@@ -769,7 +769,7 @@ export const settings = {
   WEBHOOK_CONCURRENCY: { doc: 'Webhook requests one node has in flight at once (one per endpoint at a time, so a slow receiver does not hold up the others).', default: '8', parse: int(1, 256) },
   ECHO_DELAY_MS: { doc: "Delay before the audio-echo agent plays the caller's audio back.", default: '200', parse: int(0, 5000) },
   MCP_TIMEOUT_MS: {
-    doc: "Time each request to a session's MCP server may take (connecting, listing its tools, one call of a tool); past it the listing or the call fails (mcp_list_tools.failed, response.mcp_call.failed) and the call goes on. MCP servers' addresses follow WEBHOOK_ALLOWED_CIDRS and WEBHOOK_DNS_SERVERS: no internal address unless allowed there.",
+    doc: "Time each request to a session's MCP server may take (connecting, listing its tools, one call of a tool); past it the listing or the call fails (mcp_list_tools.failed, response.mcp_call.failed) and the call goes on. MCP servers' addresses follow WEBHOOK_ALLOWED_CIDRS and WEBHOOK_DNS_SERVERS: no internal address unless allowed there, never Parley's own listeners, and each request goes to the address that was checked.",
     default: '10000',
     parse: int(100, 120_000),
   },
@@ -777,6 +777,11 @@ export const settings = {
     doc: "The most of an MCP tool's answer (its text, in bytes) kept for the model and the client; the rest is cut, saying so.",
     default: '16384',
     parse: int(256, 1024 * 1024),
+  },
+  MCP_MAX_RESPONSE_BYTES: {
+    doc: "The most of each answer of a session's MCP server that is read (a page of its tool list, a tool's result), in bytes: past it the answer is not read further, and the listing or the call fails saying so (an error answer's body is read to 512 bytes). Keep it above MCP_MAX_OUTPUT_BYTES, which cuts what is kept of an answer read whole.",
+    default: String(1024 * 1024),
+    parse: int(64 * 1024, 64 * 1024 * 1024),
   },
 } satisfies Record<string, Setting<unknown>>;
 

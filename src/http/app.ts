@@ -74,8 +74,8 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
 
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   app.decorate('createInternalServer', () => {
-    const internal = createHttpServer(limits, internalListenerHandler(handler!));
-    relayInternalUpgrades(internal, app.server);
+    const internal = createHttpServer(limits, internalListenerHandler(handler!, services.nodeAuth));
+    relayInternalUpgrades(internal, app.server, services.nodeAuth);
     return internal;
   });
 

@@ -16,6 +16,18 @@ declare module 'fastify' {
 
 type Hook = (req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void;
 
+/** The hooks below that look an API key up (in the key cache, else the store). */
+const apiKeyLookups = new WeakSet<Hook>();
+const looksUp = (hook: Hook): Hook => (apiKeyLookups.add(hook), hook);
+
+/**
+ * Whether a route's onRequest hooks look an API key up: such a route counts in the per-address
+ * key-lookup limit (src/http/rateLimits.ts), so made-up keys cannot flood the key cache or the store.
+ */
+export function looksUpApiKey(onRequest: unknown): boolean {
+  return [onRequest].flat().some((hook) => typeof hook === 'function' && apiKeyLookups.has(hook as Hook));
+}
+
 /** The credential of `Authorization: Bearer <credential>` (scheme case-insensitive, RFC 6750), or null. */
 export function bearerCredential(header: string | undefined): string | null {
   if (!header) return null;
@@ -29,7 +41,7 @@ export const openAiKeyError = () =>
 
 /** client-secrets: a live API key, else 401 with the nested error object (or `refuse`'s error). */
 export function requireApiKey(services: Services, refuse: () => HttpError = () => new HttpError(401, nestedApiKeyError())): Hook {
-  return (req, _reply, done) => {
+  return looksUp((req, _reply, done) => {
     const credential = bearerCredential(req.headers.authorization);
     if (!credential || !looksLikeApiKey(credential)) return done(refuse());
     withApiKey(services, credential, (id) => {
@@ -37,7 +49,7 @@ export function requireApiKey(services: Services, refuse: () => HttpError = () =
       req.apiKeyId = id;
       done();
     }, done);
-  };
+  });
 }
 
 /** ice-config and calls: no bearer credential is 403; anything but a live token of ours is 401. */
@@ -58,10 +70,10 @@ export function requireToken(services: Services): Hook {
 export function requireTokenOrApiKey(services: Services): Hook {
   const apiKey = requireApiKey(services);
   const token = requireToken(services);
-  return (req, reply, done) => {
+  return looksUp((req, reply, done) => {
     const credential = bearerCredential(req.headers.authorization);
     return credential && looksLikeApiKey(credential) ? apiKey(req, reply, done) : token(req, reply, done);
-  };
+  });
 }
 
 /** Calls `then` with the key's id (null: not a live key), synchronously when the cache knows it. */

@@ -2,15 +2,18 @@
 // least-loaded live node with room, and a request for a call another node (or worker) carries goes
 // to that node. The client sees one ordinary answer, the other node's, relayed as it came.
 // Nodes reach each other on their node-to-node listener (INTERNAL_HOST:INTERNAL_PORT); a request
-// passed on carries `x-parley-forwarded-by`, trusted only on that listener, and is never passed again.
-import type { IncomingMessage, RequestListener, Server } from 'node:http';
+// passed on is signed by the node that passes it (src/auth/nodeAuth.ts), the listener answers
+// nothing else, and a request that came that way is never passed again.
+import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, preParsingAsyncHookHandler } from 'fastify';
+import type { NodeAuth, SignedRequest } from '../auth/nodeAuth.js';
 import type { Services } from '../services.js';
 import type { PlacementRequest } from '../calls/placement.js';
+import { shapeA } from './errors.js';
 import { BODY_LIMIT } from './schemas.js';
 
-export const FORWARDED_BY = 'x-parley-forwarded-by';
 /** What the other node needs to judge the request as this node would. */
 const REQUEST_HEADERS = ['authorization', 'content-type', 'accept', 'user-agent'];
 /** What the client needs of the other node's answer (CORS and the like are this node's own). */
@@ -25,31 +28,55 @@ declare module 'fastify' {
   }
 }
 
-const fromInternalListener = new WeakSet<IncomingMessage>();
+/** Requests on the node-to-node listener, signed by a node of this cluster: the node's id. */
+const fromNode = new WeakMap<IncomingMessage, string>();
 
-/** The node-to-node listener's request handler: the public one, its requests marked as internal. */
-export function internalListenerHandler(handler: RequestListener): RequestListener {
+const signedRequest = (req: IncomingMessage): SignedRequest => ({ method: req.method ?? '', path: req.url ?? '', headers: req.headers });
+
+/** What the node-to-node listener answers a request no node signed (nothing else is looked at). */
+const REFUSAL = JSON.stringify(
+  shapeA("This is Parley's node-to-node listener: it answers only the cluster's nodes, whose requests are signed with a key derived from API_KEY_PEPPER.", 'node_authentication_failed'),
+);
+
+function refuse(res: ServerResponse): void {
+  res.writeHead(401, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(REFUSAL), connection: 'close' });
+  res.end(REFUSAL);
+}
+
+/**
+ * The node-to-node listener's request handler: the public one, for requests a node of this cluster
+ * signed (marked as coming from it); anything else is refused 401 before it is read.
+ */
+export function internalListenerHandler(handler: RequestListener, auth: NodeAuth): RequestListener {
   return (req, res) => {
-    fromInternalListener.add(req);
+    const node = auth.verify(signedRequest(req));
+    if (node === undefined) return refuse(res);
+    fromNode.set(req, node);
     handler(req, res);
   };
 }
 
 /**
- * WebSocket upgrades on the node-to-node listener (a sideband connection another node relays) are
- * handled by the public server's routes, marked as internal like its requests.
+ * WebSocket upgrades on the node-to-node listener (a sideband connection or a session another node
+ * relays): handled by the public server's routes when a node signed them, marked like its requests.
  */
-export function relayInternalUpgrades(internal: Server, server: Server): void {
-  internal.on('upgrade', (req: IncomingMessage, socket, head) => {
-    fromInternalListener.add(req);
+export function relayInternalUpgrades(internal: Server, server: Server, auth: NodeAuth): void {
+  internal.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const node = auth.verify(signedRequest(req));
+    if (node === undefined) {
+      socket.on('error', () => {});
+      socket.end(`HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(REFUSAL)}\r\nconnection: close\r\n\r\n${REFUSAL}`);
+      return;
+    }
+    fromNode.set(req, node);
     server.emit('upgrade', req, socket, head);
   });
 }
 
-/** onRequest hook: notes which node passed the request on, when it came through the node-to-node listener. */
+/** onRequest hook: notes which node passed the request on, when a node signed it on the node-to-node listener. */
 export function recognizeForwarded(req: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
-  const by = req.headers[FORWARDED_BY];
-  if (typeof by === 'string' && fromInternalListener.has(req.raw)) req.forwardedFromNode = by;
+  const node = fromNode.get(req.raw);
+  if (node !== undefined) req.forwardedFromNode = node;
   done();
 }
 
@@ -59,14 +86,16 @@ export interface NodeAnswer {
   body: Buffer;
 }
 
-/** Sends the request (with `body`, already read) to the node listening at `nodeUrl`. */
-export async function forwardTo(nodeUrl: string, req: FastifyRequest, body: Buffer | undefined, selfId: string): Promise<NodeAnswer> {
-  const headers: Record<string, string> = { [FORWARDED_BY]: selfId };
+/** Sends the request (with `body`, already read) to the node listening at `nodeUrl`, signed by this node. */
+export async function forwardTo(nodeUrl: string, req: FastifyRequest, body: Buffer | undefined, auth: NodeAuth): Promise<NodeAnswer> {
+  const headers: Record<string, string> = {};
   for (const name of REQUEST_HEADERS) {
     const value = req.headers[name];
     if (typeof value === 'string') headers[name] = value;
   }
-  const res = await fetch(new URL(req.url, nodeUrl), {
+  const url = new URL(req.url, nodeUrl);
+  Object.assign(headers, auth.sign({ method: req.method, path: url.pathname + url.search, headers }));
+  const res = await fetch(url, {
     method: req.method,
     headers,
     ...(body ? { body: new Uint8Array(body) } : {}),
@@ -113,7 +142,7 @@ export function passCallsWhenFull(services: Services): preParsingAsyncHookHandle
  */
 export function passElsewhere(services: Services, req: FastifyRequest, body: Buffer, placement: PlacementRequest): Promise<NodeAnswer | undefined> {
   return services.placement.elsewhere(placement, async (node) => {
-    const answer = await forwardTo(node.url!, req, body, services.nodeId);
+    const answer = await forwardTo(node.url!, req, body, services.nodeAuth);
     return answer.status === 503 ? undefined : { status: answer.status, value: answer };
   });
 }

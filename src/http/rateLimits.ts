@@ -1,7 +1,8 @@
 // Rate limits of the routes that cost something: client-secrets (Orga) and client_secrets (OpenAI)
 // per client address (wrong keys included, so before authentication) and per API key (after it),
-// calls (both forms) per ephemeral token, and the other routes that look a credential up (OpenAI's
-// WebSocket upgrade included) per client address. Beyond a limit: 429 with Retry-After, in Shape A on
+// calls (both forms) per ephemeral token, and every other route that looks an API key up (whatever
+// route authenticates with requireApiKey or requireTokenOrApiKey, and OpenAI's WebSocket upgrade)
+// per client address. Beyond a limit: 429 with Retry-After, in Shape A on
 // Orga's routes and in OpenAI's error object on OpenAI's. Counted in Redis when REDIS_URL is set
 // (every node and worker together), else in this process's memory; see src/storage/openRateLimitStore.ts.
 //
@@ -15,6 +16,7 @@ import type { Config } from '../config/env.js';
 import type { Metrics } from '../observability/metrics.js';
 import { openRateLimitStore } from '../storage/openRateLimitStore.js';
 import type { RateDecision, RateLimitStore } from '../storage/rateLimits.js';
+import { looksUpApiKey } from './auth.js';
 import { HttpError, shapeA, type ShapeABody } from './errors.js';
 
 declare module 'fastify' {
@@ -51,8 +53,11 @@ export function callLimited(form: Form, err: CallLimitExceeded, metrics: Metrics
   return rateLimited(form, err.message, RETRY_AFTER_SECONDS);
 }
 
-/** Routes that look up an API key or token besides client-secrets and calls (which have their own limits). */
-const KEY_LOOKUP_ROUTES = new Set(['/v1/realtime/models', '/v1/realtime/voices', '/v1/realtime/conversations/:id', '/v1/realtime/conversations/:id/recording', '/v1/realtime/calls/:id/hangup']);
+/** client-secrets (Orga) and client_secrets (OpenAI): their own limits, per address and per key. */
+const CLIENT_SECRETS_FORMS = new Map<string, Form>([
+  ['/v1/realtime/client-secrets', 'orga'],
+  ['/v1/realtime/client_secrets', 'openai'],
+]);
 
 interface Limit {
   scope: string;
@@ -123,16 +128,16 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, m
   app.addHook('onRoute', (route) => {
     const form = rateLimitForm(route);
     if (!form) return;
-    // The other routes that look a credential up count for their address, before authentication.
-    if (KEY_LOOKUP_ROUTES.has(route.url)) attach(route, 'onRequest', [lookupsPerIp], [], form);
     // Every client-secrets request counts for its address, wrong keys included (before authentication).
-    else if (route.url === '/v1/realtime/client-secrets' || route.url === '/v1/realtime/client_secrets') attach(route, 'onRequest', [perIp], [perKey], form);
+    if (CLIENT_SECRETS_FORMS.has(route.url)) attach(route, 'onRequest', [perIp], [perKey], form);
     // A WebSocket upgrade counts for its address before its credential is looked at (preValidation),
     // and a session for its token once that is known, before it is admitted (its preHandler).
     else if (REALTIME_SOCKET_PATHS.has(route.url)) {
       attach(route, 'onRequest', [lookupsPerIp], [], form);
       attach(route, 'preHandler', [perToken], [], form);
     }
+    // Every other route that looks an API key up counts for its address, before authentication.
+    else if (looksUpApiKey(route.onRequest)) attach(route, 'onRequest', [lookupsPerIp], [], form);
     // Calls that get as far as trying an offer count, once their body is read: not bodies too large or not JSON.
     else attach(route, 'preHandler', [], [perToken], form);
   });
@@ -145,16 +150,15 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, m
 const REALTIME_SOCKET_PATHS = new Set(['/v1/realtime', '/openai/realtime']);
 
 /**
- * Whether a route has rate limits (429 with Retry-After) and in which error shape: its clients'.
- * The demo's proxy route counts its own (src/http/routes/demo.ts).
+ * Whether a route has rate limits (429 with Retry-After) and in which error shape: its clients'
+ * (OpenAI's routes, tagged `openai`, answer OpenAI's error object). The demo's proxy route counts
+ * its own (src/http/routes/demo.ts).
  */
-export function rateLimitForm(route: Pick<RouteOptions, 'url' | 'method' | 'constraints'>): Form | undefined {
+export function rateLimitForm(route: Pick<RouteOptions, 'url' | 'method' | 'constraints' | 'onRequest' | 'schema'>): Form | undefined {
   const methods = [route.method].flat();
-  if (KEY_LOOKUP_ROUTES.has(route.url)) return route.url.endsWith('/hangup') ? 'openai' : 'orga';
+  if (CLIENT_SECRETS_FORMS.has(route.url) && methods.includes('POST')) return CLIENT_SECRETS_FORMS.get(route.url);
   if (REALTIME_SOCKET_PATHS.has(route.url) && (methods.includes('GET') || methods.includes('POST'))) return 'openai';
-  if (!methods.includes('POST')) return undefined;
-  if (route.url === '/v1/realtime/client-secrets') return 'orga';
-  if (route.url === '/v1/realtime/client_secrets') return 'openai';
-  if (route.url === '/v1/realtime/calls') return (route.constraints as { callForm?: string } | undefined)?.callForm === 'openai' ? 'openai' : 'orga';
+  if (route.url === '/v1/realtime/calls' && methods.includes('POST')) return (route.constraints as { callForm?: string } | undefined)?.callForm === 'openai' ? 'openai' : 'orga';
+  if (looksUpApiKey(route.onRequest)) return (route.schema?.tags as string[] | undefined)?.includes('openai') ? 'openai' : 'orga';
   return undefined;
 }

@@ -3,7 +3,7 @@
 // OpenAI WebSocket session a full or loaded node hands to the least-loaded node with room (the
 // client keeps its one connection). Either side closing closes the other with its code.
 import WebSocket from 'ws';
-import { FORWARDED_BY } from './nodeForwarding.js';
+import type { NodeAuth } from '../auth/nodeAuth.js';
 
 /** Close codes that may not be sent in a close frame (RFC 6455 §7.4.1): replaced by 1000 / 1011. */
 const sendable = (code: number) => (code >= 3000 && code <= 4999) || [1000, 1001, 1003, 1007, 1008, 1009, 1010, 1011].includes(code);
@@ -17,14 +17,19 @@ export interface RelayTarget {
   headers: Record<string, string>;
   /** Subprotocols the client offered (a browser's credential travels there). */
   protocols?: string[];
-  selfId: string;
+  /** Signs the upgrade as this node's (the other node's listener answers nothing else). */
+  auth: NodeAuth;
 }
 
 /** Opens the WebSocket on the other node (connecting; messages sent meanwhile wait in the relay). */
 export function connectToNode(target: RelayTarget): WebSocket {
   const url = new URL(target.path, target.nodeUrl);
   url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-  return new WebSocket(url, target.protocols ?? [], { headers: { ...target.headers, [FORWARDED_BY]: target.selfId }, perMessageDeflate: false });
+  const protocols = target.protocols ?? [];
+  // ws sends the subprotocols as one header, comma-separated: signed as the other node will read it.
+  const signed = { ...target.headers, ...(protocols.length ? { 'sec-websocket-protocol': protocols.join(',') } : {}) };
+  const headers = { ...target.headers, ...target.auth.sign({ method: 'GET', path: url.pathname + url.search, headers: signed }) };
+  return new WebSocket(url, protocols, { headers, perMessageDeflate: false });
 }
 
 /**

@@ -1,8 +1,10 @@
-// One HTTP(S) request to a URL a user chose (a webhook receiver), made so that the URL cannot turn
-// the server against itself: the host is resolved, every address it resolves to is checked against
-// the outbound policy, and the request connects to that very address (no second lookup a DNS
-// change could answer otherwise). Of the answer only the status and the body's first bytes are
-// read; the rest is left unread and the connection closed, so a receiver cannot fill our memory.
+// Requests to URLs a user chose (a webhook receiver, a session's MCP server), made so that the URL
+// cannot turn the server against itself: the host is resolved, every address it resolves to is
+// checked against the outbound policy, and the request connects to that very address (no second
+// lookup a DNS change could answer otherwise). Of the answer only what the caller bounds is read:
+// the status and the body's first bytes (outboundRequest), or a body up to a size (outboundFetch, a
+// fetch for clients that want one); the rest is left unread and the connection closed, so a
+// receiver cannot fill our memory.
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
@@ -19,12 +21,16 @@ export interface OutboundGuard {
   ownListeners: () => Promise<readonly Listener[]>;
 }
 
-export interface OutboundInit {
+interface SendInit {
   method: string;
   headers: Record<string, string>;
-  body: string;
+  body?: string;
   /** Bounds the whole request: resolution, connection, answer. */
   signal: AbortSignal;
+}
+
+export interface OutboundInit extends SendInit {
+  body: string;
   /** How much of the answer's body to read; the rest is never read. */
   keepBytes: number;
 }
@@ -60,13 +66,16 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAD
 
 /**
  * Sends the request to the addresses of `url`'s host, in the resolver's order, until one takes
- * the connection; `signal` bounds all of it.
+ * the connection; `signal` bounds all of it. Resolves with the status and the body's first
+ * `keepBytes`.
  */
-export async function outboundRequest(
-  url: URL,
-  init: OutboundInit,
-  guard: OutboundGuard,
-): Promise<OutboundResponse> {
+export async function outboundRequest(url: URL, init: OutboundInit, guard: OutboundGuard): Promise<OutboundResponse> {
+  const res = await sendChecked(url, init, guard);
+  return { status: res.statusCode ?? 0, head: await readHead(res, init.keepBytes) };
+}
+
+/** The answer as it arrives (its body unread), from the first of the host's checked addresses that takes the connection. */
+async function sendChecked(url: URL, init: SendInit, guard: OutboundGuard): Promise<IncomingMessage> {
   const addresses = await untilAborted(allowedAddresses(url, guard), init.signal);
   let failure: unknown;
   for (const address of addresses) {
@@ -80,7 +89,7 @@ export async function outboundRequest(
   throw failure;
 }
 
-function requestTo(address: string, url: URL, init: OutboundInit): Promise<OutboundResponse> {
+function requestTo(address: string, url: URL, init: SendInit): Promise<IncomingMessage> {
   const { host, port } = destination(url);
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
@@ -90,15 +99,110 @@ function requestTo(address: string, url: URL, init: OutboundInit): Promise<Outbo
         port,
         method: init.method,
         path: url.pathname + url.search,
-        headers: { host: url.host, 'content-length': String(Buffer.byteLength(init.body)), ...init.headers },
+        headers: { host: url.host, ...(init.body === undefined ? {} : { 'content-length': String(Buffer.byteLength(init.body)) }), ...init.headers },
         // The certificate is checked against the name, not the address connected to.
         ...(isIP(host) ? {} : { servername: host }),
         signal: init.signal,
       },
-      (res) => void readHead(res, init.keepBytes).then((head) => resolve({ status: res.statusCode ?? 0, head })),
+      resolve,
     );
     req.on('error', reject);
     req.end(init.body);
+  });
+}
+
+/** A successful answer's body was larger than the bound: it was not read past it. */
+export class AnswerTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`the answer is larger than ${limit} bytes`);
+  }
+}
+
+export interface FetchBounds {
+  /** A successful (2xx) answer's body: past this many bytes, reading it fails with AnswerTooLarge. */
+  maxBodyBytes: number;
+  /** Any other answer's body (an error page) is cut to this many bytes. */
+  maxErrorBytes: number;
+  /** Each request whole: resolution, connection, the body's last byte. */
+  timeoutMs: number;
+}
+
+/**
+ * A fetch, for a client library that takes one, whose requests go to `guard`'s checked addresses
+ * only, never follow a redirect (a 3xx is answered as it is: the client may ask again, checked
+ * again), and whose answers are read within `bounds`. `tooLarge` hears of an answer cut off past
+ * its bound (the body's reader gets the same error), for a client that reads bodies as streams
+ * and might not notice.
+ */
+export function outboundFetch(guard: OutboundGuard, bounds: FetchBounds, tooLarge?: (err: AnswerTooLarge) => void): typeof fetch {
+  return async (input, init) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`only http(s) URLs are fetched, not ${url.protocol}`);
+    if (init?.body != null && typeof init.body !== 'string') throw new TypeError('only a string body is sent');
+    const timeout = AbortSignal.timeout(bounds.timeoutMs);
+    const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
+    const headers = Object.fromEntries(new Headers(init?.headers).entries());
+    const res = await sendChecked(url, { method: init?.method ?? 'GET', headers, ...(init?.body != null ? { body: init.body } : {}), signal }, guard);
+    const status = res.statusCode ?? 0;
+    if (status < 200 || status > 599) {
+      res.destroy();
+      throw new TypeError(`unexpected HTTP status ${status}`);
+    }
+    const answerHeaders = new Headers();
+    for (const [name, value] of Object.entries(res.headers)) for (const v of [value ?? []].flat()) answerHeaders.append(name, v);
+    const ok = status < 300;
+    const body = [204, 205, 304].includes(status) ? (res.resume(), null) : boundedBody(res, ok ? bounds.maxBodyBytes : bounds.maxErrorBytes, ok ? tooLarge ?? (() => {}) : undefined);
+    return new Response(body, { status, statusText: res.statusMessage ?? '', headers: answerHeaders });
+  };
+}
+
+/**
+ * `res`'s body as a stream, read as its reader asks: at most `limit` bytes. Past them the response
+ * (and its connection) is destroyed, and the stream fails with AnswerTooLarge (told to `tooLarge`)
+ * or, without `tooLarge`, ends there (cut).
+ */
+function boundedBody(res: IncomingMessage, limit: number, tooLarge: ((err: AnswerTooLarge) => void) | undefined): ReadableStream<Uint8Array> {
+  let read = 0;
+  let settled = false;
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      const settle = (how: () => void) => {
+        if (settled) return;
+        settled = true;
+        how();
+      };
+      res.on('data', (chunk: Buffer) => {
+        if (settled) return;
+        if (read + chunk.length > limit) {
+          if (tooLarge) {
+            const err = new AnswerTooLarge(limit);
+            settle(() => controller.error(err));
+            tooLarge(err);
+          } else {
+            const part = chunk.subarray(0, limit - read);
+            settle(() => {
+              if (part.length) controller.enqueue(part);
+              controller.close();
+            });
+          }
+          res.destroy();
+          return;
+        }
+        read += chunk.length;
+        controller.enqueue(chunk);
+        if ((controller.desiredSize ?? 0) <= 0) res.pause();
+      });
+      res.on('end', () => settle(() => controller.close()));
+      res.on('error', (err) => settle(() => controller.error(err)));
+      res.on('close', () => settle(() => controller.error(new Error('the connection closed before the answer ended'))));
+    },
+    pull() {
+      res.resume();
+    },
+    cancel() {
+      settled = true;
+      res.destroy();
+    },
   });
 }
 

@@ -1,4 +1,4 @@
-// Where webhooks may be sent (src/system/outboundPolicy.ts): the guard built from the settings,
+// Where webhooks (and a session's MCP servers) may be sent (src/system/outboundPolicy.ts): the guard built from the settings,
 // which knows Parley's own listeners (this node's HTTP port, every node's node-to-node listener
 // from the registry), and the check of an endpoint's URL when it is added or configured.
 import type { Config } from '../config/env.js';
@@ -7,7 +7,7 @@ import { hostResolver } from '../system/hostResolver.js';
 import { OutboundPolicy, type Listener } from '../system/outboundPolicy.js';
 import { allowedAddresses, type OutboundGuard } from '../system/outboundRequest.js';
 
-/** The guard of webhook requests; `httpListener` is this node's HTTP port once known. */
+/** The guard of requests to URLs a user chose (webhooks, a session's MCP servers); `httpListener` is this node's HTTP port once known. */
 export function webhookGuard(config: Config, nodes: NodeStore, httpListener: () => Listener | undefined): OutboundGuard {
   return {
     policy: new OutboundPolicy(config.WEBHOOK_ALLOWED_CIDRS, 'WEBHOOK_ALLOWED_CIDRS'),

@@ -4,8 +4,9 @@
 // the server requires one (mcp_approval_request / mcp_approval_response items).
 import { newItemId, type McpListToolsItem } from '../../session/conversation.js';
 import type { McpServer, ToolDefinition } from '../../session/tools.js';
+import { Semaphore } from '../../system/semaphore.js';
 import type { AgentContext } from '../types.js';
-import type { McpConnection, McpConnector, McpToolInfo } from './connector.js';
+import { MCP_TOOL_LIMITS, type McpConnection, type McpConnector, type McpToolInfo } from './connector.js';
 
 interface Listed {
   server: McpServer;
@@ -18,12 +19,17 @@ interface Listed {
 /** What becomes of a call the model makes: made, asked for first, or refused by the client. */
 export type McpDecision = { kind: 'call'; approvalRequestId: string | null } | { kind: 'ask' } | { kind: 'denied'; approvalRequestId: string; reason: string };
 
-const keyOf = (s: McpServer) => `${s.label}\n${s.url}\n${JSON.stringify(s.headers ?? {})}`;
+// Only the allowed tools are listed (and kept): a change of allowed_tools lists the server again.
+const keyOf = (s: McpServer) => `${s.label}\n${s.url}\n${JSON.stringify(s.headers ?? {})}\n${JSON.stringify(s.allowedTools ?? null)}`;
+
+/** Servers of one session listed at once: each answer may be as large as MCP_MAX_RESPONSE_BYTES. */
+const LISTINGS_AT_ONCE = 4;
 
 export class McpHub {
   private readonly servers = new Map<string, Listed>();
   /** Approvals already used by a call (each approves one call). */
   private readonly usedApprovals = new Set<string>();
+  private readonly listing = new Semaphore(LISTINGS_AT_ONCE);
 
   constructor(
     private readonly ctx: AgentContext,
@@ -52,9 +58,9 @@ export class McpHub {
   tools(): ToolDefinition[] {
     const seen = new Set<string>();
     const out: ToolDefinition[] = [];
-    for (const { server, tools } of this.servers.values()) {
+    for (const { tools } of this.servers.values()) {
       for (const t of tools) {
-        if (seen.has(t.name) || (server.allowedTools && !server.allowedTools.includes(t.name))) continue;
+        if (seen.has(t.name)) continue;
         seen.add(t.name);
         out.push({ name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.inputSchema });
       }
@@ -64,9 +70,7 @@ export class McpHub {
 
   /** The server whose tool `name` is, when it is one of the offered. */
   serverOf(name: string): McpServer | undefined {
-    for (const { server, tools } of this.servers.values()) {
-      if (tools.some((t) => t.name === name) && (!server.allowedTools || server.allowedTools.includes(name))) return server;
-    }
+    for (const { server, tools } of this.servers.values()) if (tools.some((t) => t.name === name)) return server;
     return undefined;
   }
 
@@ -112,18 +116,33 @@ export class McpHub {
     ctx.emit({ type: 'item.added', item: structuredClone(item), previousItemId });
     ctx.emit({ type: 'mcp.list_tools', phase: 'in_progress', itemId: item.id });
     const listed: Listed = { server, tools: [], ready: Promise.resolve() };
+    const key = keyOf(server);
     listed.ready = (async () => {
+      const release = await this.listing.acquire();
       try {
         if (!this.connect) throw new Error('MCP tools are not available on this server');
-        listed.connection = await this.connect(server);
-        listed.tools = await listed.connection.listTools();
-        item.tools = listed.tools.filter((t) => !server.allowedTools || server.allowedTools.includes(t.name));
+        const connection = await this.connect(server);
+        // Dropped meanwhile (a session.update, or the call's end): nothing else would close it.
+        if (this.servers.get(key) !== listed) {
+          void connection.close().catch(() => {});
+          throw new Error('the session no longer names it');
+        }
+        listed.connection = connection;
+        const tools = await listed.connection.listTools((name) => !server.allowedTools || server.allowedTools.includes(name));
+        const others = [...this.servers.values()].reduce((n, l) => n + (l === listed ? 0 : l.tools.length), 0);
+        if (others + tools.length > MCP_TOOL_LIMITS.tools) {
+          throw new Error(`with it the session's MCP servers would offer ${others + tools.length} tools, more than the ${MCP_TOOL_LIMITS.tools} a session may be offered; name the ones to use in allowed_tools`);
+        }
+        listed.tools = tools;
+        item.tools = tools;
         item.status = 'completed';
         ctx.emit({ type: 'mcp.list_tools', phase: 'completed', itemId: item.id });
       } catch (err) {
         item.status = 'incomplete';
         // The call goes on without this server's tools.
         ctx.emit({ type: 'mcp.list_tools', phase: 'failed', itemId: item.id, message: `Listing the tools of '${server.label}' failed: ${(err as Error).message}` });
+      } finally {
+        release();
       }
       ctx.emit({ type: 'item.done', item: structuredClone(item), previousItemId: ctx.conversation.previousOf(item.id) });
     })();

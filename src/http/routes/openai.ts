@@ -211,7 +211,7 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
       // A live call of this key that another worker or node carries: that one hangs it up.
       const owner = call || req.forwardedFromNode ? undefined : await liveCallOwner(services, req.params.id, req.apiKeyId!);
       if (owner) {
-        const answer = await forwardTo(owner, req, undefined, services.nodeId).catch(() => {
+        const answer = await forwardTo(owner, req, undefined, services.nodeAuth).catch(() => {
           throw openAiError(503, 'node_unreachable', 'The server carrying this call does not answer; retry shortly.', null, { 'Retry-After': '5' });
         });
         return sendAnswer(reply, answer);

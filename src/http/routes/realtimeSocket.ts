@@ -147,7 +147,7 @@ export const realtimeSocketRoutes = (services: Services): FastifyPluginAsync => 
       const maxUnsent = services.config.WEBSOCKET_MAX_UNSENT_BYTES;
       if (req.relayedSession) return relayWebSocket(socket, req.relayedSession, maxUnsent);
       const { callId, apiKeyId, carriedBy } = req.sideband!;
-      if (carriedBy) return relaySideband(socket, { nodeUrl: carriedBy, path: req.url, headers: { authorization: String(req.headers.authorization) }, selfId: services.nodeId }, maxUnsent);
+      if (carriedBy) return relaySideband(socket, { nodeUrl: carriedBy, path: req.url, headers: { authorization: String(req.headers.authorization) }, auth: services.nodeAuth }, maxUnsent);
       // A sideband reader that stops reading is cut off; the call goes on.
       const channel = websocketChannel(socket, 'sideband', services.config.WEBSOCKET_MAX_UNSENT_BYTES, () => socket.terminate());
       if (!services.calls.attachControl(callId, apiKeyId, channel)) socket.close(1000, 'call_ended');
@@ -165,7 +165,7 @@ export const realtimeSocketRoutes = (services: Services): FastifyPluginAsync => 
     const protocols = String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim()).filter(Boolean);
     return services.placement.elsewhere({ door: 'websocket', log: req.log }, async (node) => ({
       status: 101,
-      value: await opened(connectToNode({ nodeUrl: node.url!, path: req.url, headers, protocols, selfId: services.nodeId })),
+      value: await opened(connectToNode({ nodeUrl: node.url!, path: req.url, headers, protocols, auth: services.nodeAuth })),
     }));
   }
 

@@ -59,7 +59,7 @@ export const sipRoutingRoutes = (services: Services): FastifyPluginAsync => asyn
     if (sipRouting.isRinging(id, req.apiKeyId!) || calls.get(id) || req.forwardedFromNode) return undefined;
     const owner = await liveCallOwner(services, id, req.apiKeyId!);
     if (!owner) return undefined;
-    const answer = await forwardTo(owner, req, Buffer.from(JSON.stringify(req.body ?? {})), services.nodeId).catch(() => {
+    const answer = await forwardTo(owner, req, Buffer.from(JSON.stringify(req.body ?? {})), services.nodeAuth).catch(() => {
       throw openAiError(503, 'node_unreachable', 'The server carrying this call does not answer; retry shortly.', null, { 'Retry-After': '5' });
     });
     return sendAnswer(reply, answer);
