@@ -82,12 +82,13 @@ export async function startServer(extraEnv: Record<string, string> = {}, nodeArg
   let err = '';
   proc.stderr!.on('data', (d) => (err += d));
   const ready = await new Promise<{ baseUrl: string; devKey: string }>((resolveReady, reject) => {
-    // Generous: a loaded 2-core machine can take long to load the speech engines.
+    // Generous: a loaded 2-core machine can take long to load the speech engines (under PARLEY_WORKERS,
+    // with other test files beside it, 64–80 s was seen); the bound is there to end a hung start.
     const timer = setTimeout(() => {
       // A server that hangs at its start must not keep the test's process alive after the failure.
       proc.kill('SIGKILL');
       reject(new Error(`server did not start:\n${out}\n${err}`));
-    }, 60_000);
+    }, 180_000);
     proc.stdout!.on('data', (d) => {
       out += d;
       const m = /parley ready at (https?:\/\/\S+)/.exec(out);
