@@ -15,6 +15,7 @@ import type { Peer } from './listener.js';
 import { uriOf, userOf, type SipRequest } from './message.js';
 import { randomTag, reasonPhrase, withTag } from './responses.js';
 import type { InviteServerTransaction } from './serverTransactions.js';
+import { TRANSACTION_MS } from './timers.js';
 import type { RouteOutcome } from '../calls/sip/sipRouting.js';
 
 export class InviteHandler {
@@ -54,7 +55,8 @@ export class InviteHandler {
     let conversationId: string;
     try {
       ({ conversationId } = await calls.create(
-        { apiKeyId, tokenId: randomId('sip_'), door: 'sip', endUser: userOf(req.from) || null, session: opts.session(), protocol: 'openai' },
+        // It may ring for the routing's time, then wait 64·T1 for the ACK of its 200 (dialogs.ts ends it then).
+        { apiKeyId, tokenId: randomId('sip_'), door: 'sip', endUser: userOf(req.from) || null, session: opts.session(), protocol: 'openai', connectTimeoutMs: opts.routing.timeoutMs + TRANSACTION_MS + 5000 },
         () => ({ transport, accept: async () => answer() }),
       ));
     } catch (err) {
