@@ -4,6 +4,7 @@
 // BYE) with DTMF digits read on the sideband WebSocket, an Opus call, digest authentication refusing a wrong
 // password; and raw SIP over UDP and TCP: a failure response resent until its ACK, malformed
 // requests and a fuzz run answered 4xx or not at all, the process alive and no call left behind.
+// (RFC 4475's torture messages are test/sip-rfc.test.ts's.)
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -335,13 +336,15 @@ describe('raw SIP', () => {
     assert.equal(status(await exchange(request('INVITE', { body: G729_ONLY, headers: [authorization(challenge!, 'INVITE')] }))), 488, 'G.729 only');
     // A CSeq naming another method: readable enough to be told it is wrong.
     assert.equal(status(await exchange(request('INVITE').replace(/CSeq: 1 INVITE/, 'CSeq: 1 BYE'))), 400);
-    // Without Via or Call-ID it cannot be answered: silence (the three wait together).
-    const unanswerable = await Promise.all([
-      exchange(request('INVITE').replace(/Call-ID: \S+\r\n/, ''), 500),
+    // Without a Call-ID it is malformed, and told so (RFC 4475 §3.3.1); without a Via (noise) or
+    // oversized it cannot be answered: silence (the three wait together).
+    const [noCallId, ...unanswerable] = await Promise.all([
+      exchange(request('INVITE').replace(/Call-ID: \S+\r\n/, ''), 2000),
       exchange(randomBytes(300), 500),
       exchange(request('INVITE', { headers: [`X-Padding: ${'a'.repeat(30_000)}`] }), 500),
     ]);
-    assert.deepEqual(unanswerable, [undefined, undefined, undefined], 'no Call-ID, noise, oversized');
+    assert.equal(status(noCallId), 400, 'no Call-ID');
+    assert.deepEqual(unanswerable, [undefined, undefined], 'noise, oversized');
   });
 
   test('a call in raw SIP: challenged, answered with SDP, ACKed, put on hold by re-INVITE, ended by BYE', async () => {
