@@ -38,10 +38,13 @@ async function conversation(id: string): Promise<any> {
   return res.json();
 }
 
-/** The call id Parley gave the call baresip placed (its 200 OK names it). */
+/** The 200 OK baresip got, naming the call's id (the 180 before it names it too: not enough). */
+const ANSWERED = /SIP\/2\.0 200 OK\r\n(?:[^\r]*\r\n)*?X-Parley-Call-Id: (conv_\S+)/;
+
+/** The call id Parley gave the call baresip placed, once it is answered. */
 async function callIdOf(caller: Baresip): Promise<string> {
-  const out = await until('the call answered', caller.out, (o) => /X-Parley-Call-Id: (conv_\S+)/.test(o), 60_000);
-  return /X-Parley-Call-Id: (conv_\S+)/.exec(out)![1]!;
+  const out = await until('the call answered', caller.out, (o) => ANSWERED.test(o), 60_000);
+  return ANSWERED.exec(out)![1]!;
 }
 
 /** A WAV file for baresip's microphone: mono at `rate` (8 kHz for G.711, 48 kHz for Opus), `speech` between silences. */
@@ -196,8 +199,8 @@ describe('SIP over TLS', () => {
     const wav = microphone('tls.wav', [{ silenceMs: 120_000 }]);
     const b = await caller('tls', wav);
     await b.command('dial', `sip:agent@127.0.0.1:${tlsPort};transport=tls`);
-    const out = await until('the call answered over TLS', b.out, (o) => /X-Parley-Call-Id: (conv_\S+)/.test(o), 60_000);
-    const id = /X-Parley-Call-Id: (conv_\S+)/.exec(out)![1]!;
+    const out = await until('the call answered over TLS', b.out, (o) => ANSWERED.test(o), 60_000);
+    const id = ANSWERED.exec(out)![1]!;
     assert.match(out, new RegExp(`TLS 127\\.0\\.0\\.1:${tlsPort} -> `), 'the answer came over TLS');
     assert.match(out, new RegExp(`Contact: <sip:parley@127\\.0\\.0\\.1:${tlsPort};transport=tls>`));
     const record = async (id: string) => (await api(`/v1/realtime/conversations/${id}`)).body;
@@ -213,8 +216,8 @@ describe('SIP over TLS', () => {
     const wav = microphone('srtp.wav', [{ silenceMs: 1000 }, 'what time is it', { silenceMs: 30_000 }]);
     const b = await caller('srtp', wav, { srtp: true });
     await b.command('dial', `sip:agent@127.0.0.1:${tlsPort};transport=tls`);
-    const out = await until('the call answered', b.out, (o) => /X-Parley-Call-Id: (conv_\S+)/.test(o), 60_000);
-    const id = /X-Parley-Call-Id: (conv_\S+)/.exec(out)![1]!;
+    const out = await until('the call answered', b.out, (o) => ANSWERED.test(o), 60_000);
+    const id = ANSWERED.exec(out)![1]!;
     // The answer baresip got: RTP/SAVP with our own key.
     assert.match(out, /SIP\/2\.0 200 OK\r\n[\s\S]*?m=audio \d+ RTP\/SAVP [\s\S]*?a=crypto:\d+ AES_CM_128_HMAC_SHA1_80 inline:[A-Za-z0-9+/]{40}/);
     const record = async () => (await api(`/v1/realtime/conversations/${id}`)).body;
