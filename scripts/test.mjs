@@ -38,7 +38,8 @@ const PARALLEL_FILES = [
   'http-limits', 'turn-relay-abuse', 'revocation', 'outage', 'reconcile', 'tokens', 'cli', 'console', 'nodes', 'rate-limits',
   'openai-transcription', 'sip-outbound', 'sip-workers', 'openai-mcp', 'admission', 'workers', 'postgres', 'contract', 'stun', 'sip-routing-nodes',
   'offer-fuzz', 'candidates', 'ice', 'datachannel', 'openai-http', 'services-startup', 'openapi', 'docs', 'recording-limits',
-  'data-dir', 'sideband-limits', 'container-files', 'key-limits-across-nodes', 'sip-rfc', 'sipp',
+  'data-dir', 'sideband-limits', 'container-files', 'key-limits-across-nodes', 'sip-guards',
+  'kubernetes-manifests', 'prometheus-rules', 'sip-rfc', 'sipp',
 ].map((name) => join(root, 'test', `${name}.test.ts`));
 
 const listTests = (dir) =>

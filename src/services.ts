@@ -140,6 +140,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     : undefined;
   if (turnKeys) teardown.add('TURN key secrets', () => turnKeys.close());
   const readiness = new ReadinessChecks();
+  metrics.watchReadiness(readiness);
   readiness.register('database', databaseHealth(store.database));
   const eventLoop = new EventLoopWatch(config.EVENT_LOOP_LAG_DEGRADED_MS, metrics.eventLoopLag);
   teardown.add('event loop watch', () => eventLoop.stop());
@@ -148,6 +149,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   // takes no new calls (admission) while other nodes are offered them (the heartbeat's load).
   const encoderComplexity = new EncoderComplexity({ max: config.OPUS_COMPLEXITY, min: config.OPUS_MIN_COMPLEXITY, threshold: config.LOAD_THRESHOLD });
   metrics.loadThreshold.set(config.LOAD_THRESHOLD);
+  metrics.maxConcurrentCalls.set(config.MAX_CONCURRENT_CALLS);
   metrics.opusComplexity.set(encoderComplexity.current);
   /** Tells the other nodes at once when this one stops or starts taking calls (set once it heartbeats). */
   let loadTurned = () => {};

@@ -5,7 +5,8 @@
 // its calls, UDP sockets and agents are its own; requests for a call another worker carries reach
 // that worker through the node-to-node listeners, as they would on another machine. SIP (SIP_PORT)
 // runs on every worker: the primary holds its sockets and relays each message to the worker its
-// Call-ID belongs to (sip/clusterRelay.ts); the upstream registrations run on the first worker only.
+// Call-ID belongs to (sip/clusterRelay.ts), and keeps SIP's counts for the node
+// (sip/clusterCounters.ts); the upstream registrations run on the first worker only.
 import cluster, { type Worker } from 'node:cluster';
 import { randomBytes } from 'node:crypto';
 import { AggregatorRegistry, type PrometheusContentType } from 'prom-client';
@@ -14,6 +15,7 @@ import type { Config } from './config/env.js';
 import { openStore } from './auth/store.js';
 import { TurnService } from './ice/turnService.js';
 import { answerMetricsRequests } from './observability/clusterMetrics.js';
+import { SipCounters } from './sip/clusterCounters.js';
 import { SipRelay } from './sip/clusterRelay.js';
 import { SipBindError } from './sip/listener.js';
 import { sipBindFailure, sipSocketOptions } from './sip/start.js';
@@ -45,6 +47,7 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
       : await SipRelay.open(sipSocketOptions(config, log), count).catch((err: unknown) => {
           throw err instanceof SipBindError ? sipBindFailure(err) : err;
         });
+  const sipCounters = sip ? new SipCounters(config.SIP_AUTH_MAX_FAILURES) : undefined;
   const turn = config.TURN_ENABLED && !config.TURN_URLS ? await TurnService.start(config, turnSecrets, log, () => {}) : undefined;
   // One digest nonce key for every worker (sip/digest.ts).
   const nonceSecret = randomBytes(32).toString('hex');
@@ -69,6 +72,7 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
     workers.set(index, worker);
     answerMetricsRequests(worker, metrics);
     sip?.attach(index, worker);
+    sipCounters?.attach(worker);
     worker.on('message', (message: WorkerMessage) => {
       if (message?.kind !== 'listening' || ready) return;
       listening.add(index);
@@ -110,6 +114,7 @@ export async function runWorkers(config: Config, log: Logger): Promise<void> {
       ),
     );
     await sip?.close();
+    await sipCounters?.close();
     await turn?.close();
     process.exit(exitCode);
   };

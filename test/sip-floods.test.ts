@@ -1,15 +1,15 @@
 // Floods at the SIP door that must not lock anyone else out (issue 33): one address holding 1,100
 // idle TCP connections, and a connection trickling bytes that never make a message; 30 INVITEs
-// answered and never ACKed; a password guessed wrong again and again. Raw SIP on loopback (every
+// answered and never ACKed; a password guessed wrong again and again from one address (issue 44:
+// that address waits, not the user's phone). Raw SIP on loopback (every
 // 127.x address reaches it). The OPTIONS answer of another address is asserted within 2 s, and the
 // trickling connection is not closed before its idle timeout; the rest only waits for answers.
 import assert from 'node:assert/strict';
-import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { freePort } from './helpers/baresip.ts';
-import { G711_OFFER, G729_ONLY_OFFER, digestAuthorization, sipRequest, sipStatus, type SipRequestOptions } from './helpers/rawSip.ts';
+import { G711_OFFER, G729_ONLY_OFFER, sipRequest, sipSocket, sipStatus, type SipRequestOptions } from './helpers/rawSip.ts';
 import { startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
@@ -37,30 +37,6 @@ after(() => server?.stop());
 const statusOf = sipStatus;
 
 const request = (method: string, via: string, opts: Omit<SipRequestOptions, 'via'> = {}) => sipRequest(sipPort, method, { ...opts, via });
-const authorization = (challenge: string, user: string, password: string) => digestAuthorization(sipPort, challenge, user, password);
-
-/** A UDP socket on 127.0.0.1 whose requests' final answers are awaited by Call-ID. */
-async function udpCaller(): Promise<{ socket: UdpSocket; via: string; send: (text: string) => Promise<string>; close: () => void }> {
-  const socket = createSocket('udp4');
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
-  const waiting = new Map<string, (answer: string) => void>();
-  socket.on('message', (m) => {
-    const text = m.toString('latin1');
-    if (/^SIP\/2\.0 1\d\d/.test(text)) return;
-    const callId = /\r\nCall-ID: (\S+)/i.exec(text)?.[1];
-    if (callId) waiting.get(callId)?.(text);
-  });
-  return {
-    socket,
-    via: `UDP 127.0.0.1:${socket.address().port}`,
-    send: (text) =>
-      new Promise<string>((resolve) => {
-        waiting.set(/\r\nCall-ID: (\S+)/.exec(text)![1]!, resolve);
-        socket.send(text, sipPort, '127.0.0.1');
-      }),
-    close: () => socket.close(),
-  };
-}
 
 describe('TCP connections', () => {
   test(`one address holding ${FLOOD} idle TCP connections: another address's OPTIONS is still answered within 2 s`, async () => {
@@ -130,17 +106,16 @@ describe('TCP connections', () => {
 
 describe('INVITEs never ACKed', () => {
   test("30 answered INVITEs never ACKed: SIP's own budget is spent, the key's WebSocket session still opens", async () => {
-    const caller = await udpCaller();
+    const caller = await sipSocket(sipPort);
     try {
-      const challenge = await caller.send(request('INVITE', caller.via, { body: G711_OFFER }));
-      assert.equal(statusOf(challenge), 401);
-      const auth = authorization(challenge, 'alice', USERS.alice);
-      const answers = await Promise.all(Array.from({ length: 30 }, () => caller.send(request('INVITE', caller.via, { body: G711_OFFER, headers: [auth] }))));
-      const statuses = answers.map(statusOf);
+      // Each challenged and answered (a nonce admits one request).
+      const answers = await Promise.all(Array.from({ length: 30 }, () => caller.authenticated((opts) => request('INVITE', caller.via, { body: G711_OFFER, ...opts }), 'alice', USERS.alice)));
+      assert.ok(answers.every((a) => sipStatus(a.challenge) === 401), 'each challenged');
+      const statuses = answers.map((a) => statusOf(a.answer));
       // Answered up to SIP_MAX_HALF_OPEN_CALLS (10), then told to come back.
       assert.equal(statuses.filter((s) => s === 200).length, 10, `statuses: ${statuses}`);
       assert.equal(statuses.filter((s) => s === 503).length, 20, `statuses: ${statuses}`);
-      assert.ok(answers.filter((a) => statusOf(a) === 503).every((a) => /\r\nRetry-After: \d+\r\n/.test(a)));
+      assert.ok(answers.filter((a) => statusOf(a.answer) === 503).every((a) => /\r\nRetry-After: \d+\r\n/.test(a.answer!)));
 
       // The key owning SIP calls (the development key) opens a WebSocket session all the same.
       const ws = new WebSocket(`${server.baseUrl.replace('http', 'ws')}/v1/realtime?model=gpt-realtime`, { headers: { authorization: `Bearer ${server.devKey}` } });
@@ -158,24 +133,27 @@ describe('INVITEs never ACKed', () => {
 });
 
 describe('wrong passwords', () => {
-  test('each wrong password is refused (403); after 5 a user is refused even with the right one; another user is not', async () => {
-    const caller = await udpCaller();
+  test("each wrong password is refused (403); after 5 the address is refused even with the right one, for any user; the user's phone elsewhere is not", async () => {
+    const guesser = await sipSocket(sipPort, '127.0.0.4');
+    const phone = await sipSocket(sipPort, '127.0.0.5');
+    const invite = (s: typeof guesser, user: string, password: string) => s.authenticated((opts) => request('INVITE', s.via, { user, body: G729_ONLY_OFFER, ...opts }), user, password);
     try {
-      const challenge = await caller.send(request('INVITE', caller.via, { user: 'bob', body: G729_ONLY_OFFER }));
       for (let i = 0; i < 5; i++) {
-        const answer = await caller.send(request('INVITE', caller.via, { user: 'bob', body: G729_ONLY_OFFER, headers: [authorization(challenge, 'bob', `guess-${i}`)] }));
+        const { answer } = await invite(guesser, 'bob', `guess-${i}`);
         assert.equal(statusOf(answer), 403, `guess ${i + 1}: refused, not challenged again`);
-        assert.match(answer, /\r\nWarning: 399 parley "wrong password"/);
+        assert.match(answer!, /\r\nWarning: 399 parley "wrong password"/);
       }
-      const refused = await caller.send(request('INVITE', caller.via, { user: 'bob', body: G729_ONLY_OFFER, headers: [authorization(challenge, 'bob', USERS.bob)] }));
-      assert.equal(statusOf(refused), 403);
-      assert.match(refused, /\r\nWarning: 399 parley "too many wrong passwords/);
-      assert.match(await (await fetch(`${server.baseUrl}/metrics`)).text(), /^parley_rate_limited_total\{limit="sip-auth-user"\} 1$/m);
-      // Alice is admitted (and told we speak no G.729).
-      const alice = await caller.send(request('INVITE', caller.via, { body: G729_ONLY_OFFER, headers: [authorization(challenge, 'alice', USERS.alice)] }));
-      assert.equal(statusOf(alice), 488);
+      for (const user of ['bob', 'alice'] as const) {
+        const { answer } = await invite(guesser, user, USERS[user]);
+        assert.equal(statusOf(answer), 403);
+        assert.match(answer!, /\r\nWarning: 399 parley "too many wrong passwords from this address/);
+      }
+      assert.match(await (await fetch(`${server.baseUrl}/metrics`)).text(), /^parley_rate_limited_total\{limit="sip-auth-ip"\} 2$/m);
+      // Bob from his own address is admitted (and told we speak no G.729).
+      assert.equal(statusOf((await invite(phone, 'bob', USERS.bob)).answer), 488);
     } finally {
-      caller.close();
+      guesser.close();
+      phone.close();
     }
   });
 });

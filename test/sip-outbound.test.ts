@@ -2,9 +2,10 @@
 // linphonec answer (the agent speaks first and is heard), refuse, and let it ring out (CANCEL at the
 // ring timeout); a phone registered with Parley's registrar is called by its user name; calls go
 // out through Kamailio as the trunk (its digest challenge answered, record-routed, BYE both ways);
-// and the toll-fraud guard: destinations outside the key's patterns, the cap on outbound calls per
-// key, and the attempts' rate limit. Results on the record (end_reason, sip_status) and in the
-// call.started / call.ended / call.failed webhooks.
+// and the toll-fraud guard: destinations outside the key's patterns (numbers however written: as
+// SIP URIs of the trunk's host too), the trunk's credentials kept from other hosts, the cap on
+// outbound calls per key, and the attempts' rate limit. Results on the record (end_reason,
+// sip_status) and in the call.started / call.ended / call.failed webhooks.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -258,7 +259,9 @@ describe('outbound calls through Kamailio as the trunk', () => {
     server = await startServer({
       SIP_PORT: String(sipPort),
       SIP_OUTBOUND_TRUNK: `sip:${TRUNK_USER}:${encodeURIComponent(TRUNK_PASSWORD)}@127.0.0.1:${kamailio.port}`,
-      SIP_OUTBOUND_ALLOW: '*=sip:*@127.0.0.1:*,+1555*',
+      // The docs' example (numbers, a registered user, the PBX's users), with `*` (registered users)
+      // and one host besides the trunk.
+      SIP_OUTBOUND_ALLOW: `*=+1555*,alice,*,sip:*@127.0.0.1:${kamailio.port},sip:*@127.0.0.1:${phonePort}`,
     });
     closers.push(() => server.stop());
     api = client(server);
@@ -267,7 +270,7 @@ describe('outbound calls through Kamailio as the trunk', () => {
   test("a number and a SIP URI: its digest challenge answered, record-routed; the callee's BYE and ours both go through it", async () => {
     // The phone is the number's (baresip takes calls for its own user only).
     const phone = await baresip('behind-kamailio', { user: '+15550100', answerMode: 'auto', listenPort: phonePort });
-    for (const [to, hangUp] of [['+15550100', 'callee'], [`sip:+15550100@127.0.0.1:${phonePort}`, 'parley']] as const) {
+    for (const [to, hangUp] of [['+15550100', 'callee'], [`sip:+15550100@127.0.0.1:${kamailio.port}`, 'parley']] as const) {
       const res = await api.call({ to });
       assert.equal(res.status, 201, await res.clone().text());
       const { call_id } = (await res.json()) as any;
@@ -284,5 +287,22 @@ describe('outbound calls through Kamailio as the trunk', () => {
     assert.match(kamailio.out(), /challenged INVITE/);
     // The number went as sip:NUMBER@trunk.
     assert.match(phone.out(), new RegExp(`INVITE sip:\\+15550100@127\\.0\\.0\\.1:${kamailio.port} SIP/2\\.0`));
+  });
+
+  test("toll fraud: a number outside the patterns is refused however it is written; a SIP URI of another host goes without the trunk's credentials", async () => {
+    // +1900 is no pattern's: not as a number, nor as a SIP URI of the trunk's host, nor by `*`.
+    const attempts: Record<string, number> = {};
+    for (const to of ['+19005551234', 'tel:+19005551234', `sip:+19005551234@127.0.0.1:${kamailio.port}`, `sip:0019005551234@127.0.0.1:${kamailio.port}`, `sip:+19005551234@127.0.0.1:${phonePort}`]) {
+      const res = await api.call({ to, wait_for_callee: true });
+      attempts[to] = res.status;
+      if (res.status === 201) await api.api(`/v1/realtime/calls/${((await res.json()) as any).call_id}/hangup`, { body: {} });
+    }
+    // An allowed number at a host that is not the trunk: sent through it, but its challenge goes unanswered.
+    const res = await api.call({ to: `sip:+15550100@127.0.0.1:${phonePort}`, wait_for_callee: true });
+    const otherHost = res.status === 201 ? await api.recordIn(((await res.json()) as any).call_id, 'over') : { status: res.status };
+    assert.deepEqual(
+      { attempts, otherHost: [otherHost.state, otherHost.end_reason, otherHost.sip_status] },
+      { attempts: Object.fromEntries(Object.keys(attempts).map((to) => [to, 403])), otherHost: ['failed', 'rejected', 407] },
+    );
   });
 });

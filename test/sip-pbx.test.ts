@@ -238,28 +238,33 @@ describe('the registrar', () => {
 
     // What the store holds, read back by a REGISTER without Contact (any node would answer the same).
     const { socket, port, heard } = await udp();
-    const challenge = await answer(socket, heard, register(port, 'alice'));
-    assert.equal(sipStatus(challenge), 401);
-    const alice = await answer(socket, heard, register(port, 'alice', { challenge }));
+    /** A REGISTER challenged, then sent again with the same Call-ID answering its challenge (a nonce admits one request); `edit` changes the second. */
+    const registered = async (user: string, opts: { contact?: string; headers?: string[]; password?: string; edit?: (text: string) => string } = {}) => {
+      const callId = randomBytes(8).toString('hex');
+      const challenge = await answer(socket, heard, register(port, user, { ...opts, callId }));
+      assert.equal(sipStatus(challenge), 401);
+      return answer(socket, heard, (opts.edit ?? ((t) => t))(register(port, user, { ...opts, callId, seq: 2, challenge })));
+    };
+    const alice = await registered('alice');
     assert.equal(sipStatus(alice), 200);
     const baresipContact = /\r\nContact: <([^>]+)>;expires=(\d+)/.exec(alice);
     assert.ok(baresipContact, `alice's binding listed:\n${alice}`);
     assert.ok(Number(baresipContact[2]) > 0 && Number(baresipContact[2]) <= 600, 'with the time it has left');
-    const bob = await answer(socket, heard, register(port, 'bob', { challenge }));
+    const bob = await registered('bob');
     assert.match(bob, /\r\nContact: <sip:bob@127\.0\.0\.1:\d+[^>]*>;expires=\d+/, "linphonec's binding");
-    const carol = await answer(socket, heard, register(port, 'carol', { challenge }));
+    const carol = await registered('carol');
     assert.doesNotMatch(carol, /\r\nContact:/, 'no binding for a wrong password');
     // A user registers its own address only; a refresh too brief is refused with the shortest allowed.
-    assert.equal(sipStatus(await answer(socket, heard, register(port, 'alice', { challenge, password: 'alice-password' }).replace(/To: <sip:alice@/, 'To: <sip:bob@'))), 403);
-    const brief = await answer(socket, heard, register(port, 'alice', { challenge, contact: `<sip:alice@127.0.0.1:${port}>;expires=30` }));
+    assert.equal(sipStatus(await registered('alice', { edit: (t) => t.replace(/To: <sip:alice@/, 'To: <sip:bob@') })), 403);
+    const brief = await registered('alice', { contact: `<sip:alice@127.0.0.1:${port}>;expires=30` });
     assert.equal(sipStatus(brief), 423);
     assert.match(brief, /\r\nMin-Expires: 60\r\n/);
     // A second contact, then all of alice's removed.
-    const two = await answer(socket, heard, register(port, 'alice', { challenge, contact: `<sip:alice@127.0.0.1:${port}>`, headers: ['Expires: 120'] }));
+    const two = await registered('alice', { contact: `<sip:alice@127.0.0.1:${port}>`, headers: ['Expires: 120'] });
     assert.equal((two.match(/\r\nContact: /g) ?? []).length, 2);
-    const removed = await answer(socket, heard, register(port, 'alice', { challenge, contact: '*', headers: ['Expires: 0'] }));
+    const removed = await registered('alice', { contact: '*', headers: ['Expires: 0'] });
     assert.equal(sipStatus(removed), 200);
-    assert.doesNotMatch(await answer(socket, heard, register(port, 'alice', { challenge })), /\r\nContact:/);
+    assert.doesNotMatch(await registered('alice'), /\r\nContact:/);
   });
 });
 
@@ -279,10 +284,11 @@ function providerAnswers(): void {
     const echoed = head.filter((l) => /^(Via|From|To|Call-ID|CSeq):/i.test(l));
     const reply = (status: string, extra: string[] = []) => provider.socket.send([`SIP/2.0 ${status}`, ...echoed, ...extra, 'Content-Length: 0', '', ''].join('\r\n'), from.port, from.address);
     const contact = /\r\nContact: ([^\r]*)/.exec(text)![1]!;
-    const answer = registrations.length === 0 ? 503 : !/\r\nAuthorization:/.test(text) ? 401 : auth.check(/\r\nAuthorization: ([^\r]*)/.exec(text)![1], 'REGISTER')?.passwordRight ? 200 : 403;
+    const request = { source: from.address, callId: /\r\nCall-ID: (\S+)/.exec(text)![1]!, uri: text.split(' ')[1]! };
+    const answer = registrations.length === 0 ? 503 : !/\r\nAuthorization:/.test(text) ? 401 : auth.check(/\r\nAuthorization: ([^\r]*)/.exec(text)![1], { method: 'REGISTER', ...request })?.passwordRight ? 200 : 403;
     registrations.push({ text, answer });
     if (answer === 503) return reply('503 Service Unavailable', ['Retry-After: 1']);
-    if (answer === 401) return reply('401 Unauthorized', [`WWW-Authenticate: ${auth.challenge()}`]);
+    if (answer === 401) return reply('401 Unauthorized', [`WWW-Authenticate: ${auth.challenge(request)}`]);
     if (answer === 403) return reply('403 Forbidden');
     reply('200 OK', [`Contact: ${contact};expires=${granted++ === 0 ? 2 : 60}`]);
   });

@@ -3,11 +3,14 @@
 // on the same one. Calls over UDP and over one TCP connection (two dialogs, two workers, one
 // connection), each answered, ACKed, ended by BYE, its record naming the worker that carried it
 // (NODE_ID-w1, -w2: the console's view of the record); a baresip call; a phone registering with
-// Parley's registrar on one worker and its binding read on the other; an unknown dialog's BYE
-// answered 481 by either; Parley's own upstream registration run once and its answers reaching the
-// worker that sent it; outbound calls placed by both workers, each INVITE's answers back at its worker; the per-address connection share kept by the primary, counted in metrics;
-// and the TLS door: one TLS connection answered by both workers, and the primary's idle timeout
-// sparing a connection whose call a worker holds (the primary asks the workers) while closing an idle one.
+// Parley's registrar on one worker and its binding read on the other, one worker's nonce known on
+// the other; one address's INVITEs and wrong passwords counted for the node (the primary keeps the
+// counts), not per worker; an unknown dialog's BYE answered 481 by either; Parley's own upstream
+// registration run once and its answers reaching the worker that sent it; outbound calls placed by
+// both workers, each INVITE's answers back at its worker; the per-address connection share kept by
+// the primary, counted in metrics; and the TLS door: one TLS connection answered by both workers,
+// and the primary's idle timeout sparing a connection whose call a worker holds (the primary asks
+// the workers) while closing an idle one.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createSocket, type Socket } from 'node:dgram';
@@ -21,7 +24,7 @@ import { encodeWav } from '../src/media/audio/wav.ts';
 import { DigestAuth } from '../src/sip/digest.ts';
 import { workerOfCallId } from '../src/sip/callIds.ts';
 import { freePort, startBaresip } from './helpers/baresip.ts';
-import { G711_OFFER, digestAuthorization, sipStatus } from './helpers/rawSip.ts';
+import { G711_OFFER, digestAuthorization, sipRequest, sipSocket, sipStatus, type SipRequestOptions } from './helpers/rawSip.ts';
 import { http, startServer, type RunningServer } from './helpers/server.ts';
 import { startSipPhone } from './helpers/sipPhone.ts';
 import { makeCertificate } from './helpers/tls.ts';
@@ -51,7 +54,8 @@ before(async () => {
     if (!text.startsWith('REGISTER ')) return;
     const echoed = text.split('\r\n\r\n')[0]!.split('\r\n').filter((l) => /^(Via|From|To|Call-ID|CSeq):/i.test(l));
     const authorization = /\r\nAuthorization: ([^\r]*)/.exec(text)?.[1];
-    const status = !authorization ? `401 Unauthorized\r\nWWW-Authenticate: ${auth.challenge()}` : auth.check(authorization, 'REGISTER')?.passwordRight ? `200 OK\r\nContact: ${/\r\nContact: ([^\r]*)/.exec(text)![1]};expires=600` : '403 Forbidden';
+    const request = { source: from.address, callId: /\r\nCall-ID: (\S+)/.exec(text)![1]!, uri: text.split(' ')[1]! };
+    const status = !authorization ? `401 Unauthorized\r\nWWW-Authenticate: ${auth.challenge(request)}` : auth.check(authorization, { method: 'REGISTER', ...request })?.passwordRight ? `200 OK\r\nContact: ${/\r\nContact: ([^\r]*)/.exec(text)![1]};expires=600` : '403 Forbidden';
     provider.socket.send([`SIP/2.0 ${status}`, ...echoed, 'Content-Length: 0', '', ''].join('\r\n'), from.port, from.address);
   });
   server = await startServer({
@@ -197,7 +201,7 @@ describe('PARLEY_WORKERS=2 with SIP_PORT', () => {
     assert.equal(ended.node_id, WORKERS[workerOfCallId(callId, 2) - 1]);
   });
 
-  test("a phone registers on one worker (challenged, then granted), its binding is read on the other, and one worker's nonce is good on the other", async () => {
+  test("a phone registers on one worker (challenged, then granted), its binding is read on the other, and one worker's nonce is known on the other (stale there, answered again)", async () => {
     const { socket, port, heard } = await udp();
     const answer = async (callId: string, text: string) => {
       socket.send(text, sipPort, '127.0.0.1');
@@ -221,10 +225,42 @@ describe('PARLEY_WORKERS=2 with SIP_PORT', () => {
     const listed = await registerOn(2, false);
     assert.equal(sipStatus(listed), 200, listed);
     assert.match(listed, new RegExp(`\\r\\nContact: <sip:alice@127\\.0\\.0\\.1:${port}>;expires=\\d+`), 'the binding made on worker 1, read on worker 2');
-    // The nonce worker 2 gave is good on worker 1 too (the workers share its key): no new challenge.
+    // The nonce worker 2 gave, answered in a REGISTER of worker 1 (another Call-ID: a phone reusing
+    // its last nonce): worker 1 knows it for this address's (the workers share its key) but it
+    // admits no other request: stale, and the fresh nonce admits it. Without the key it would be
+    // taken for a forgery, and the phone told nothing about its password being right.
     const callId = callIdFor(1);
-    const reused = await answer(callId, dialog(callId, 'UDP', `127.0.0.1:${port}`)('REGISTER', 1, { user: 'alice', contact: null, headers: [digestAuthorization(sipPort, lastChallenge, 'alice', 'alice-password', 'REGISTER')] }));
+    const request = dialog(callId, 'UDP', `127.0.0.1:${port}`);
+    const stale = await answer(callId, request('REGISTER', 1, { user: 'alice', contact: null, headers: [digestAuthorization(sipPort, lastChallenge, 'alice', 'alice-password', 'REGISTER')] }));
+    assert.equal(sipStatus(stale), 401, stale);
+    assert.match(stale, /\r\nWWW-Authenticate: Digest [^\r]*stale=true/);
+    const reused = await answer(callId, request('REGISTER', 2, { user: 'alice', contact: null, headers: [digestAuthorization(sipPort, stale, 'alice', 'alice-password', 'REGISTER')] }));
     assert.equal(sipStatus(reused), 200, reused);
+  });
+
+  test("one address's INVITEs are counted for the node, whichever worker each Call-ID picks", async () => {
+    // RATE_LIMIT_SIP_INVITES_PER_IP (120) INVITEs from one address, on the workers in turn: challenged; past it, 503.
+    const stranger = await sipSocket(sipPort, '127.0.0.3');
+    closers.push(() => stranger.close());
+    const statuses: (number | undefined)[] = [];
+    for (let i = 0; i < 130; i++) statuses.push(sipStatus(await stranger.exchange(sipRequest(sipPort, 'INVITE', { via: stranger.via, body: G711_OFFER, callId: callIdFor((i % 2) + 1) }))));
+    assert.deepEqual([statuses.filter((s) => s === 401).length, statuses.filter((s) => s === 503).length], [120, 10], `statuses: ${statuses}`);
+  });
+
+  test("one address's wrong passwords are counted for the node, whichever worker each Call-ID picks", async () => {
+    // SIP_AUTH_MAX_FAILURES (5) wrong passwords from one address, on the workers in turn: then that
+    // address is held on both, even with the right password.
+    const guesser = await sipSocket(sipPort, '127.0.0.4');
+    closers.push(() => guesser.close());
+    const register = async (index: number, password: string) => {
+      const callId = callIdFor(index);
+      const request = (opts: SipRequestOptions) => sipRequest(sipPort, 'REGISTER', { via: guesser.via, user: 'alice', toUser: 'alice', callId, ...opts });
+      const challenge = await guesser.exchange(request({}));
+      assert.equal(sipStatus(challenge), 401);
+      return (await guesser.exchange(request({ cseq: 2, headers: [digestAuthorization(sipPort, challenge!, 'alice', password, 'REGISTER')] })))!;
+    };
+    for (let i = 0; i < 5; i++) assert.match(await register((i % 2) + 1, `guess-${i}`), /^SIP\/2\.0 403 [^]*\r\nWarning: 399 parley "wrong password"/);
+    for (const index of [1, 2]) assert.match(await register(index, 'alice-password'), /^SIP\/2\.0 403 [^]*\r\nWarning: 399 parley "too many wrong passwords from this address/, `on worker ${index}`);
   });
 
   test("outbound calls placed by either worker: each INVITE's answers reach the worker that sent it (its Call-ID names it)", async () => {

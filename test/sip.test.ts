@@ -333,10 +333,15 @@ describe('raw SIP', () => {
     assert.equal(status(await exchange(request('INVITE', { toTag: 'nosuch', body: G729_ONLY }))), 481);
     assert.equal(status(await exchange(request('REGISTER'))), 401, 'the registrar challenges');
     assert.equal(status(await exchange(request('CANCEL'))), 481, 'a CANCEL of no INVITE');
-    const challenge = await exchange(request('INVITE', { body: G729_ONLY }));
-    assert.equal(status(challenge), 401);
-    assert.equal(status(await exchange(request('INVITE', { headers: [authorization(challenge!, 'INVITE')] }))), 488, 'no SDP');
-    assert.equal(status(await exchange(request('INVITE', { body: G729_ONLY, headers: [authorization(challenge!, 'INVITE')] }))), 488, 'G.729 only');
+    /** An INVITE challenged, then sent again with the same Call-ID and an answer to its challenge (a nonce admits one request). */
+    const authenticated = async (opts: Omit<SipRequestOptions, 'via' | 'user'>) => {
+      const callId = randomBytes(8).toString('hex');
+      const challenge = await exchange(request('INVITE', { ...opts, callId }));
+      assert.equal(status(challenge), 401);
+      return exchange(request('INVITE', { ...opts, callId, cseq: 2, headers: [authorization(challenge!, 'INVITE')] }));
+    };
+    assert.equal(status(await authenticated({})), 488, 'no SDP');
+    assert.equal(status(await authenticated({ body: G729_ONLY })), 488, 'G.729 only');
     // A CSeq naming another method: readable enough to be told it is wrong.
     assert.equal(status(await exchange(request('INVITE').replace(/CSeq: 1 INVITE/, 'CSeq: 1 BYE'))), 400);
     // Without a Call-ID it is malformed, and told so (RFC 4475 §3.3.1); without a Via (noise) or

@@ -324,7 +324,7 @@ export const settings = {
   },
   REDIS_URL: { doc: 'redis://host:port; shares call counts and key revocations across nodes. Optional.', parse: str },
   RATE_LIMIT_WINDOW_SECONDS: {
-    doc: 'Window of the RATE_LIMIT_* limits: a count starts at its first request and starts over this long after (429 with Retry-After beyond it). With REDIS_URL every node and worker counts together; without, each counts alone.',
+    doc: 'Window of the RATE_LIMIT_* limits: a count starts at its first request and starts over this long after (429 with Retry-After beyond it). With REDIS_URL every node and worker counts together; without, each process counts alone (the SIP limits: each node, its workers together).',
     default: '60',
     parse: int(1, 86_400),
   },
@@ -344,7 +344,12 @@ export const settings = {
     parse: int(0, 10_000_000),
   },
   RATE_LIMIT_SIP_INVITES_PER_IP: {
-    doc: 'SIP INVITEs one source address outside SIP_TRUSTED_CIDRS may send per window (challenged, refused and wrong-password ones included; retransmissions not); beyond it 503 with Retry-After. 0: no limit. A trunk in SIP_TRUSTED_CIDRS is held by the call limits only.',
+    doc: 'SIP INVITEs one source address outside SIP_TRUSTED_CIDRS may send per window (challenged, refused and wrong-password ones included; retransmissions not); beyond it 503 with Retry-After. 0: no limit. A trunk in SIP_TRUSTED_CIDRS is held by the call limits only. Counted per node (under PARLEY_WORKERS by the primary), or across nodes with Redis.',
+    default: '120',
+    parse: int(0, 10_000_000),
+  },
+  RATE_LIMIT_SIP_REGISTERS_PER_IP: {
+    doc: 'SIP REGISTERs one source address outside SIP_TRUSTED_CIDRS may send per window (challenged and refused ones included; retransmissions not); beyond it 503 with Retry-After. A phone sends two or three per registration and refresh. 0: no limit. Counted per node (under PARLEY_WORKERS by the primary), or across nodes with Redis.',
     default: '120',
     parse: int(0, 10_000_000),
   },
@@ -519,7 +524,7 @@ export const settings = {
     parse: int(0, 3_600_000),
   },
   SIP_AUTH_MAX_FAILURES: {
-    doc: 'Wrong digest passwords in a row one SIP user (of SIP_USERS) may send, from any address; then its INVITEs get 403 Forbidden for 30 s, the wait doubling with each further wrong password (up to 30 minutes). The right password after the wait starts the count over. 0: no backoff.',
+    doc: 'Wrong SIP digest passwords in a row one source address may send (for any user, or for names that are no user\'s); then its INVITEs and REGISTERs with credentials get 403 Forbidden for 30 s, the wait doubling with each further wrong password (up to 30 minutes). The address that guesses waits, not the account: a phone elsewhere still logs in. The right password after the wait starts the count over. Counted per node (under PARLEY_WORKERS by the primary). 0: no backoff.',
     default: '5',
     parse: int(0, 1000),
   },
@@ -537,7 +542,7 @@ export const settings = {
     },
   },
   SIP_OUTBOUND_TRUNK: {
-    doc: 'The SIP trunk or proxy outbound calls (POST /v1/realtime/sip/calls) go through: sip:[user:password@]host[:port] (UDP, port 5060 by default; the credentials answer its digest challenge; percent-encode : @ , ; in the password). A number is called as sip:NUMBER@host; a SIP URI is sent through it with its own Request-URI. Empty: numbers cannot be called, SIP URIs are called directly. Registered phones are always called directly.',
+    doc: 'The SIP trunk or proxy outbound calls (POST /v1/realtime/sip/calls) go through: sip:[user:password@]host[:port] (UDP, port 5060 by default; the credentials answer its digest challenge, for numbers and SIP URIs of this host and port only; percent-encode : @ , ; in the password). A number is called as sip:NUMBER@host; a SIP URI is sent through it with its own Request-URI. Empty: numbers cannot be called, SIP URIs are called directly. Registered phones are always called directly.',
     default: '',
     parse: sipTrunk,
   },
@@ -550,7 +555,7 @@ export const settings = {
     },
   },
   SIP_OUTBOUND_ALLOW: {
-    doc: "Which destinations each API key may call out to (toll-fraud guard), as semicolon-separated key_…=PATTERN[,PATTERN…] entries, `*=…` for every key; a pattern is a glob (* any characters) on the destination as written: a number (+4930*), a SIP URI (sip:*@pbx.example.com) or a registered user's name (alice, *). Empty: no key may call out (403).",
+    doc: "Which destinations each API key may call out to (toll-fraud guard), as semicolon-separated key_…=PATTERN[,PATTERN…] entries, `*=…` for every key; a pattern is a glob (* any characters) whose start says what it allows: + (or tel:+) numbers (+4930*), a digit numbers without + and registered users named so (0049*, 1001), sip: SIP URIs (sip:*@pbx.example.com), anything else registered users' names (alice; * alone: every registered phone, no number). A number is matched as dialled however it is written: a SIP URI whose user part has no letter (sip:+4930…@pbx) must match a number pattern too. Empty: no key may call out (403).",
     default: '',
     parse: sipOutboundAllow,
   },
@@ -565,7 +570,7 @@ export const settings = {
     parse: int(1, 10_000),
   },
   RATE_LIMIT_SIP_OUTBOUND_PER_KEY: {
-    doc: 'Outbound SIP call attempts one API key may make per RATE_LIMIT_WINDOW_SECONDS (refused ones included), counted across nodes with Redis; beyond it 429 with Retry-After. 0: no limit.',
+    doc: 'Outbound SIP call attempts one API key may make per RATE_LIMIT_WINDOW_SECONDS (refused ones included), counted across nodes with Redis, else per node (under PARLEY_WORKERS by the primary); beyond it 429 with Retry-After. 0: no limit.',
     default: '30',
     parse: int(0, 1_000_000),
   },

@@ -1,10 +1,12 @@
 // Prometheus metrics for operators (GET /metrics): calls, their outcomes, answer latency, tokens,
 // TURN, call sessions still in memory, ICE candidates refused, where the voice agent's time goes,
-// stage by stage, and each call's quality and usage at its end.
+// stage by stage, each call's quality and usage at its end, and the readiness checks' states (so
+// that alerting rules see a database or Redis away: deploy/prometheus/).
 import cluster from 'node:cluster';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { clusterMetricsReader } from './clusterMetrics.js';
 import { LiveObjects } from './liveObjects.js';
+import { HEALTH_STATES, type ReadinessChecks } from './readiness.js';
 
 /** Seconds, around the 0.1–1 s a voice agent's stages take. */
 const STAGE_BUCKETS = [0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.45, 0.6, 0.8, 1, 1.5, 2.5, 5];
@@ -61,7 +63,7 @@ export class Metrics {
   readonly tokensIssued = new Counter({ name: 'parley_tokens_issued_total', help: 'Ephemeral tokens minted', registers: [this.registry] });
   readonly rateLimited = new Counter({
     name: 'parley_rate_limited_total',
-    help: 'Requests refused (429; SIP: 503) by a rate limit, by limit (cs-ip, cs-key, calls-token, demo-ip, sip-invite-ip, sip-outbound-key; concurrent calls: calls-key, calls-key-half-open, calls-token-concurrent; SIP connections past the share of their address: sip-tcp-ip; INVITEs of a user in its wrong-password backoff: sip-auth-user)',
+    help: 'Requests refused (429; SIP: 503) by a rate limit, by limit (cs-ip, cs-key, calls-token, demo-ip, sip-invite-ip, sip-register-ip, sip-outbound-key; concurrent calls: calls-key, calls-key-half-open, calls-token-concurrent; SIP connections past the share of their address: sip-tcp-ip; INVITEs and REGISTERs from an address in its wrong-password backoff: sip-auth-ip)',
     labelNames: ['limit'] as const,
     registers: [this.registry],
   });
@@ -131,6 +133,26 @@ export class Metrics {
     help: 'LOAD_THRESHOLD: the load at which this node takes no new calls (0: off)',
     registers: [this.registry],
   });
+  readonly maxConcurrentCalls = new Gauge({
+    name: 'parley_max_concurrent_calls',
+    help: 'MAX_CONCURRENT_CALLS: the calls this node carries at most (beyond it, calls requests are passed to another node or answered 503)',
+    registers: [this.registry],
+  });
+  /** Set once the checks exist (watchReadiness); until then the gauge has no series. */
+  private readiness: ReadinessChecks | undefined;
+  readonly readinessCheck: Gauge<'check' | 'state'> = new Gauge({
+    name: 'parley_readiness_check',
+    help: "Each /readyz check's state, asked at each scrape (check: database, redis, node, turn, speech, event_loop, load): 1 for the state it is in (starting, ready, degraded, failed), 0 for the others",
+    labelNames: ['check', 'state'] as const,
+    registers: [this.registry],
+    collect: async (): Promise<void> => {
+      if (!this.readiness) return;
+      const { checks } = await this.readiness.evaluate();
+      for (const [check, health] of Object.entries(checks)) {
+        for (const state of HEALTH_STATES) this.readinessCheck.set({ check, state }, health.state === state ? 1 : 0);
+      }
+    },
+  });
   readonly opusComplexity = new Gauge({
     name: 'parley_opus_complexity',
     help: "The Opus encoders' complexity now (OPUS_COMPLEXITY, lowered under load down to OPUS_MIN_COMPLEXITY)",
@@ -191,6 +213,11 @@ export class Metrics {
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'parley_' });
     for (const type of ['near_field', 'far_field', 'off']) this.noiseReductionCalls.set({ type }, 0);
+  }
+
+  /** parley_readiness_check reports these checks (those of GET /readyz). */
+  watchReadiness(checks: ReadinessChecks): void {
+    this.readiness = checks;
   }
 
   /** The exposition text: this process's, or under PARLEY_WORKERS every worker's summed unless `thisWorkerOnly`. */

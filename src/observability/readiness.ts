@@ -1,6 +1,7 @@
 // /readyz: named readiness checks that the parts of a node plug in (database, Redis, TURN, speech
 // engines, the node's own shutdown). The node is ready while none of them is starting or failed.
-export type HealthState = 'starting' | 'ready' | 'degraded' | 'failed';
+export const HEALTH_STATES = ['starting', 'ready', 'degraded', 'failed'] as const;
+export type HealthState = (typeof HEALTH_STATES)[number];
 
 export interface Health {
   state: HealthState;

@@ -3,7 +3,7 @@ import type { BlockList } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import type { CallManager } from '../calls/callManager.js';
 import type { Session } from '../session/session.js';
-import type { AuthBackoff } from './authBackoff.js';
+import type { AuthAttempts } from './authBackoff.js';
 import type { DigestAuth } from './digest.js';
 import type { Peer } from './listener.js';
 import type { OutboundOptions } from './outboundCalls.js';
@@ -16,8 +16,8 @@ import type { AnyServerTransaction } from './serverTransactions.js';
 import type { SipRouting } from '../calls/sip/sipRouting.js';
 import type { SipMediaOptions } from '../calls/sip/sipTransport.js';
 
-/** The SIP door's own limits: connections per source address, a user's wrong-password backoff. */
-export type SipLimit = 'sip-tcp-ip' | 'sip-auth-user';
+/** The SIP door's own limits: connections per source address, an address's wrong-password backoff. */
+export type SipLimit = 'sip-tcp-ip' | 'sip-auth-ip';
 
 export const ALLOW = 'INVITE, ACK, BYE, CANCEL, OPTIONS, NOTIFY, INFO, REGISTER';
 
@@ -39,8 +39,8 @@ export interface SipServerOptions {
   announcedAddress: string;
   calls: CallManager;
   auth: DigestAuth;
-  /** Users whose passwords were guessed wrong too often, refused for a while (authBackoff.ts). */
-  authBackoff: AuthBackoff;
+  /** Where wrong passwords are counted: addresses that sent too many are refused for a while (authBackoff.ts). */
+  authAttempts: AuthAttempts;
   /** Sources admitted without authentication; undefined when none are configured. */
   trusted: BlockList | undefined;
   /** The API key that owns SIP calls (undefined: none exists yet). */

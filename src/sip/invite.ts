@@ -8,7 +8,7 @@ import { SipTransport } from '../calls/sip/sipTransport.js';
 import { TransportRejected } from '../calls/transport.js';
 import { contains } from '../system/cidr.js';
 import { randomId } from '../system/ids.js';
-import { callerAdmission } from './callerAdmission.js';
+import { callerAdmission, refuseUnauthenticated } from './callerAdmission.js';
 import { CALL_ID_HEADER, type SipCore } from './core.js';
 import type { Dialog, Dialogs } from './dialogs.js';
 import type { Peer } from './listener.js';
@@ -36,7 +36,8 @@ export class InviteHandler {
       const decision = await inviteLimit(peer.address);
       if (!decision.allowed) return respond(req, peer, 503, 'Service Unavailable', tx, [['Retry-After', String(decision.retryAfterSeconds)]]);
     }
-    if (!this.admitted(req, peer, tx)) return;
+    const verdict = await callerAdmission(opts, req, peer.address);
+    if (verdict !== 'admitted') return refuseUnauthenticated(this.core, req, peer, tx, verdict);
     if (calls.isDraining) return respond(req, peer, 503, 'Service Unavailable', tx, [['Retry-After', '5']]);
     // An INVITE must name where the dialog's requests go (§8.1.1.8); an RFC 2543 one (no branch
     // cookie) need not, and its From says it (RFC 4475 §3.4.1).
@@ -112,21 +113,6 @@ export class InviteHandler {
     const outcome = await opts.routing.route({ callId: conversationId, apiKeyId, sipHeaders: sipHeadersOf(req) }, ringing.signal);
     tx.ringing = undefined;
     this.routed(req, dialog, tx, outcome, answer);
-  }
-
-  /** Whether `peer` may call (callerAdmission.ts); if not, it is told (401 with a challenge, or 403, with a Warning for a wrong password or a user in backoff). */
-  private admitted(req: SipRequest, peer: Peer, tx: InviteServerTransaction): boolean {
-    const { opts } = this.core;
-    const verdict = callerAdmission(opts, peer.address, req.headers.get('authorization'), req.method);
-    if (verdict === 'challenge') this.core.respond(req, peer, 401, 'Unauthorized', tx, [['WWW-Authenticate', opts.auth.challenge()]]);
-    if (verdict === 'forbidden') this.core.respond(req, peer, 403, 'Forbidden', tx);
-    if (verdict === 'wrong') this.core.respond(req, peer, 403, 'Forbidden', tx, [['Warning', '399 parley "wrong password"']]);
-    if (verdict === 'backoff') {
-      // 403, not a challenge: its password is not checked now, whatever it is.
-      opts.refused('sip-auth-user');
-      this.core.respond(req, peer, 403, 'Forbidden', tx, [['Warning', '399 parley "too many wrong passwords for this user; retry later"']]);
-    }
-    return verdict === 'admitted';
   }
 
   /** Carries out what became of a ringing call. */

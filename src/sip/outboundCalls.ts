@@ -1,9 +1,10 @@
 // Outbound phone calls (POST /v1/realtime/sip/calls): the destination read (a number through the
 // trunk, a SIP URI, or a phone registered with our registrar), the toll-fraud guard (every attempt
-// counted against the key's rate limit, the key's allowed destination patterns, caps on the
-// outbound calls of each key and of the node), then the call created under the one CallManager on
-// a SipTransport and its INVITE sent (outboundInvite.ts). When the callee answers the agent speaks
-// first, unless told to wait for the callee.
+// counted against the key's rate limit; the key's allowed destination patterns, applied to the
+// number actually dialled however it is written; the trunk's credentials for its own destinations
+// only; caps on the outbound calls of each key and of the node), then the call created under the
+// one CallManager on a SipTransport and its INVITE sent (outboundInvite.ts). When the callee
+// answers the agent speaks first, unless told to wait for the callee.
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { CallCapacityExceeded, CallLimitExceeded } from '../calls/callManager.js';
@@ -34,8 +35,12 @@ export interface OutboundOptions {
 
 export type OutboundOutcome = 'placed' | 'refused' | 'answered' | InviteFailure;
 
-/** A destination as the app wrote it, read. */
-type Destination = { kind: 'number'; number: string } | { kind: 'uri'; uri: string; user: string; host: string; port: number } | { kind: 'user'; user: string };
+/**
+ * A destination as the app wrote it, read. A SIP URI whose user part has no letter dials a number
+ * (`number`: it, visual separators dropped): a trunk or PBX routes `sip:+1900…@pbx` or
+ * `sip:0019…@pbx` to the telephone network as it would the number itself.
+ */
+export type Destination = { kind: 'number'; number: string } | { kind: 'uri'; uri: string; user: string; host: string; port: number; number?: string } | { kind: 'user'; user: string };
 
 export class OutboundCalls implements SipDialer {
   /** Live outbound calls' keys, by conversation id (for the caps). */
@@ -70,9 +75,11 @@ export class OutboundCalls implements SipDialer {
     const destination = readDestination(req.to);
     if (!destination) return refused({ status: 400, code: 'invalid_destination', message: "`to` must be a number (+…), a sip: or tel: URI, or a registered user's name.", param: 'to' });
     const canonical = canonicalOf(destination);
-    if (!this.allowed(req.apiKeyId, canonical)) {
+    const patterns = [...(this.opts.allow.get(req.apiKeyId) ?? []), ...(this.opts.allow.get('*') ?? [])];
+    if (!destinationAllowed(patterns, destination)) {
+      const number = destination.kind === 'uri' && destination.number ? ` (the number ${destination.number})` : '';
       this.core.opts.log.warn({ apiKeyId: req.apiKeyId, to: canonical }, 'outbound SIP call refused: destination not allowed for this key (SIP_OUTBOUND_ALLOW)');
-      return refused({ status: 403, code: 'destination_not_allowed', message: `This API key may not call ${canonical} (SIP_OUTBOUND_ALLOW).`, param: 'to' });
+      return refused({ status: 403, code: 'destination_not_allowed', message: `This API key may not call ${canonical}${number} (SIP_OUTBOUND_ALLOW).`, param: 'to' });
     }
     if (this.live.size >= this.opts.maxCalls) return refused({ status: 429, code: 'outbound_calls_exceeded', message: `This server already has ${this.opts.maxCalls} outbound calls (its limit); retry later.`, retryAfterSeconds: 5 });
     const ofKey = [...this.live.values()].filter((k) => k === req.apiKeyId).length;
@@ -144,13 +151,11 @@ export class OutboundCalls implements SipDialer {
     return { ok: true, conversationId, to: canonical, from };
   }
 
-  /** Whether key `apiKeyId` may call `destination` (its patterns and every key's). */
-  private allowed(apiKeyId: string, destination: string): boolean {
-    const patterns = [...(this.opts.allow.get(apiKeyId) ?? []), ...(this.opts.allow.get('*') ?? [])];
-    return patterns.some((p) => globMatches(p, destination));
-  }
-
-  /** Where the INVITE goes: the trunk (numbers, and SIP URIs when there is one), the URI's host, or a registered phone. */
+  /**
+   * Where the INVITE goes: the trunk (numbers, and SIP URIs when there is one), the URI's host, or a
+   * registered phone. The trunk's credentials answer its challenges for numbers and for URIs of
+   * the trunk's own host and port only: a URI of another host sent through it is sent without them.
+   */
   private async targetOf(destination: Destination, from: string): Promise<{ ok: true; target: InviteTarget } | { ok: false; refusal: DialRefusal }> {
     const { trunk } = this.opts;
     const { announcedAddress } = this.core.opts;
@@ -174,7 +179,8 @@ export class OutboundCalls implements SipDialer {
       }
     }
     const uri = destination.kind === 'number' ? `sip:${destination.number}@${hostPort(trunk!.host, trunk!.port)}` : destination.uri;
-    const credentials = trunk?.user !== undefined ? { user: trunk.user, password: trunk.password ?? '' } : undefined;
+    const trunksOwn = destination.kind === 'number' || (trunk !== undefined && destination.host.toLowerCase() === trunk.host.toLowerCase() && destination.port === trunk.port);
+    const credentials = trunksOwn && trunk?.user !== undefined ? { user: trunk.user, password: trunk.password ?? '' } : undefined;
     const peer: Peer = { transport: 'udp', address, port: hop.port };
     return { ok: true, target: { uri, peer, from: fromUri(trunk ? trunk.host : announcedAddress), ...(credentials ? { credentials } : {}) } };
   }
@@ -192,7 +198,9 @@ export function readDestination(to: string): Destination | undefined {
   if (uri) {
     const port = uri[3] ? Number(uri[3]) : 5060;
     if (port < 1 || port > 65535) return undefined;
-    return { kind: 'uri', uri: to, user: uri[1]!, host: uri[2]!.replace(/^\[|\]$/g, ''), port };
+    const user = uri[1]!;
+    const number = /[A-Za-z]/.test(user) ? undefined : user.replace(/[-.()]/g, '');
+    return { kind: 'uri', uri: to, user, host: uri[2]!.replace(/^\[|\]$/g, ''), port, ...(number ? { number } : {}) };
   }
   if (/^[A-Za-z0-9._~-]{1,64}$/.test(to)) return { kind: 'user', user: to };
   return undefined;
@@ -200,6 +208,22 @@ export function readDestination(to: string): Destination | undefined {
 
 function canonicalOf(d: Destination): string {
   return d.kind === 'number' ? d.number : d.kind === 'uri' ? d.uri : d.user;
+}
+
+/**
+ * Whether SIP_OUTBOUND_ALLOW's `patterns` (one key's and every key's) let `d` be called. A pattern
+ * is of one kind, by its start: `sip:` a SIP URI's; `+` (or `tel:+`) a number's; a digit a number's
+ * or a registered user's name (`1001`); anything else (`alice`, `*`) a registered user's name only.
+ * A number is matched as dialled, however it is written: `+…`, `tel:+…`, or a SIP URI's user part
+ * without letters (which must then match a number pattern as well as a `sip:` one). So `*` alone
+ * means every registered phone, never every number.
+ */
+export function destinationAllowed(patterns: string[], d: Destination): boolean {
+  const numberPatterns = patterns.filter((p) => /^(?:tel:)?[+0-9]/.test(p)).map((p) => p.replace(/^tel:/, ''));
+  const numberAllowed = (number: string) => numberPatterns.some((p) => globMatches(p, number));
+  if (d.kind === 'number') return numberAllowed(d.number);
+  if (d.kind === 'user') return patterns.some((p) => !/^(?:sip:|tel:|\+)/.test(p) && globMatches(p, d.user));
+  return patterns.some((p) => p.startsWith('sip:') && globMatches(p, d.uri)) && (d.number === undefined || numberAllowed(d.number));
 }
 
 /** A glob (`*`: any characters, all else literal) matched against the whole of `value`. */

@@ -2,9 +2,12 @@
 // SIP_USERS) registers its contact, authenticated by digest like a call; its bindings, each with an
 // expiry, are kept in the store (storage/sipBindings.ts) so that every node knows where to reach
 // the phone. A REGISTER without Contact asks for the user's bindings; `Contact: *` with Expires 0
-// removes them all. A wrong password is refused (403), and a user's wrong passwords count toward
-// its backoff as on INVITEs (authBackoff.ts).
+// removes them all. Digest as for calls (callerAdmission.ts): a wrong password is refused (403) and
+// counts toward its address's backoff (authBackoff.ts). REGISTERs are counted per source address
+// (outside SIP_TRUSTED_CIDRS) against RATE_LIMIT_SIP_REGISTERS_PER_IP: past it, 503 with Retry-After.
 import type { SipBindingStore } from '../storage/sipBindings.js';
+import { contains } from '../system/cidr.js';
+import { authenticate, refuseUnauthenticated } from './callerAdmission.js';
 import type { SipCore } from './core.js';
 import type { Peer } from './listener.js';
 import { param, uriOf, userOf, type SipRequest } from './message.js';
@@ -19,6 +22,8 @@ const MAX_CONTACTS_PER_USER = 10;
 
 export interface RegistrarOptions {
   bindings: Pick<SipBindingStore, 'of' | 'put' | 'remove'>;
+  /** Counts a REGISTER from an untrusted source address; unset: no limit. */
+  limit?: (address: string) => Promise<{ allowed: boolean; retryAfterSeconds: number }>;
 }
 
 export class Registrar {
@@ -28,20 +33,15 @@ export class Registrar {
   ) {}
 
   async register(req: SipRequest, peer: Peer, tx: AnyServerTransaction): Promise<void> {
-    const { auth, authBackoff } = this.core.opts;
+    const { auth, trusted } = this.core.opts;
     const respond = this.core.respond.bind(this.core);
+    if (this.opts.limit && !(trusted && contains(trusted, peer.address))) {
+      const decision = await this.opts.limit(peer.address);
+      if (!decision.allowed) return respond(req, peer, 503, 'Service Unavailable', tx, [['Retry-After', String(decision.retryAfterSeconds)]]);
+    }
     if (!auth.enabled) return respond(req, peer, 403, 'Forbidden', tx, [['Warning', '399 parley "no SIP accounts here (SIP_USERS)"']]);
-    const answer = auth.check(req.headers.get('authorization'), 'REGISTER');
-    if (!answer) return respond(req, peer, 401, 'Unauthorized', tx, [['WWW-Authenticate', auth.challenge()]]);
-    if (authBackoff.waitFor(answer.user) > 0) {
-      this.core.opts.refused('sip-auth-user');
-      return respond(req, peer, 403, 'Forbidden', tx, [['Warning', '399 parley "too many wrong passwords for this user; retry later"']]);
-    }
-    if (!answer.passwordRight) {
-      authBackoff.failed(answer.user);
-      return respond(req, peer, 403, 'Forbidden', tx, [['Warning', '399 parley "wrong password"']]);
-    }
-    authBackoff.succeeded(answer.user);
+    const answer = await authenticate(this.core.opts, req, peer.address);
+    if (answer.verdict !== 'admitted') return refuseUnauthenticated(this.core, req, peer, tx, answer.verdict);
     const aor = answer.user;
     // A user registers its own address only.
     if (userOf(req.to) !== aor) return respond(req, peer, 403, 'Forbidden', tx, [['Warning', '399 parley "the To names another user"']]);

@@ -1,7 +1,8 @@
 // The SIP front door as a node starts it (SIP_PORT set), beside the HTTP one: the listener with its
-// INVITE limit, digest users (and their backoff) and trusted ranges, its stream connection limits,
-// owning its calls for one API key. Under PARLEY_WORKERS the primary holds the sockets and relays
-// each worker its share of the messages (clusterRelay.ts); every worker runs the rest.
+// INVITE and REGISTER limits, digest users (and the backoff of addresses that guess) and trusted
+// ranges, its stream connection limits, owning its calls for one API key. Under PARLEY_WORKERS the
+// primary holds the sockets and relays each worker its share of the messages (clusterRelay.ts), and
+// keeps the node's counts (clusterCounters.ts); every worker runs the rest.
 import type { FastifyBaseLogger } from 'fastify';
 import { openAiDefaultSession } from '../calls/protocol/openaiSession.js';
 import type { Config } from '../config/env.js';
@@ -11,6 +12,7 @@ import { blockList, contains } from '../system/cidr.js';
 import { StartupError, bindFailure } from '../system/startupError.js';
 import { AuthBackoff } from './authBackoff.js';
 import { DigestAuth } from './digest.js';
+import { RelayedCounters } from './clusterCounters.js';
 import { RelayedListener, relayedPorts } from './clusterRelay.js';
 import { SipBindError, SipSockets, type ListenerEvents, type SipSocketOptions } from './listener.js';
 import { hostPort } from './responses.js';
@@ -30,19 +32,27 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
   if (wildcard && !config.ICE_PUBLIC_IP) throw new StartupError(`SIP binds ${host}: set SIP_HOST to an address callers reach, or ICE_PUBLIC_IP, for the SDP answers to announce`);
   /** The SIP address this node announces (host:port, UDP), once its listener is open. */
   let ownAddress: string | undefined;
-  // INVITEs are counted where the HTTP limits are (Redis across nodes, else this process).
-  const limits = config.RATE_LIMIT_SIP_INVITES_PER_IP || config.RATE_LIMIT_SIP_OUTBOUND_PER_KEY ? await openRateLimitStore(config, log) : undefined;
   const trusted = trustedOf(config);
   const relayed = relayedPorts();
+  // A worker's counts are its node's, kept by the primary (clusterCounters.ts).
+  const counters = relayed ? new RelayedCounters(config.SIP_AUTH_MAX_FAILURES) : undefined;
+  // The rates are counted in Redis when there is one (across nodes, as the HTTP limits); else by
+  // this node (the process, or the workers' primary).
+  const rated = config.RATE_LIMIT_SIP_INVITES_PER_IP || config.RATE_LIMIT_SIP_REGISTERS_PER_IP || config.RATE_LIMIT_SIP_OUTBOUND_PER_KEY;
+  const limits = rated ? (counters && !config.REDIS_URL ? counters : await openRateLimitStore(config, log)) : undefined;
+  const perAddress = (scope: 'sip-invite-ip' | 'sip-register-ip', limit: number) =>
+    limits && limit
+      ? async (address: string) => {
+          const decision = await limits.hit(scope, address, limit, config.RATE_LIMIT_WINDOW_SECONDS * 1000);
+          if (!decision.allowed) services.metrics.rateLimited.inc({ limit: scope });
+          return decision;
+        }
+      : undefined;
   const refusedConnection = () => services.metrics.rateLimited.inc({ limit: 'sip-tcp-ip' });
   const listen = (events: ListenerEvents) =>
     relayed ? Promise.resolve(new RelayedListener(relayed, { ...events, refusedConnection })) : SipSockets.open({ ...sipSocketOptions(config, log), ...events, refusedConnection });
   const started = SipServer.start({
-    inviteLimit: limits && config.RATE_LIMIT_SIP_INVITES_PER_IP ? (async (address) => {
-      const decision = await limits.hit('sip-invite-ip', address, config.RATE_LIMIT_SIP_INVITES_PER_IP, config.RATE_LIMIT_WINDOW_SECONDS * 1000);
-      if (!decision.allowed) services.metrics.rateLimited.inc({ limit: 'sip-invite-ip' });
-      return decision;
-    }) : undefined,
+    inviteLimit: perAddress('sip-invite-ip', config.RATE_LIMIT_SIP_INVITES_PER_IP),
     outbound: {
       trunk: config.SIP_OUTBOUND_TRUNK,
       callerId: config.SIP_OUTBOUND_CALLER_ID,
@@ -59,7 +69,7 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
     host,
     announcedAddress: config.ICE_PUBLIC_IP || host,
     media: { inactivityTimeoutMs: config.SIP_MEDIA_TIMEOUT_MS },
-    registrar: { bindings: services.sipBindings },
+    registrar: { bindings: services.sipBindings, limit: perAddress('sip-register-ip', config.RATE_LIMIT_SIP_REGISTERS_PER_IP) },
     registrations: {
       accounts: config.SIP_REGISTRATIONS,
       changed: (state) => {
@@ -73,7 +83,7 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
     },
     calls: services.calls,
     auth: new DigestAuth(config.SIP_USERS),
-    authBackoff: new AuthBackoff(config.SIP_AUTH_MAX_FAILURES),
+    authAttempts: counters ?? new AuthBackoff(config.SIP_AUTH_MAX_FAILURES),
     refused: (limit) => services.metrics.rateLimited.inc({ limit }),
     trusted,
     owner: async () => {
@@ -89,8 +99,12 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
       services.placement.elsewhere({ door: 'sip', log, only: (n) => n.sip_address !== null && n.sip_address !== ownAddress }, async (node) => ({ status: 302, value: node.sip_address! })),
     log,
   }, listen);
-  const server = await started.catch(async (err: Error) => {
+  const closeCounts = async () => {
     await limits?.close();
+    if (counters !== limits) await counters?.close();
+  };
+  const server = await started.catch(async (err: Error) => {
+    await closeCounts();
     if (!(err instanceof SipBindError)) throw err;
     throw sipBindFailure(err);
   });
@@ -103,7 +117,7 @@ export async function startSipDoor(config: Config, services: Services, log: Fast
     close: async () => {
       services.sipDialer.dialer = undefined;
       await server.close();
-      await limits?.close();
+      await closeCounts();
     },
   };
 }

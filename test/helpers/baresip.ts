@@ -61,7 +61,7 @@ function recipeConfig(lines: Record<string, string>): string {
  */
 export async function startBaresip(
   dir: string,
-  opts: { user: string; password?: string; wav: string; codec?: 'g711' | 'opus'; srtp?: boolean; registrar?: number; listenPort?: number; answerMode?: 'auto' | 'manual' },
+  opts: { user: string; password?: string; wav: string; codec?: 'g711' | 'opus'; srtp?: boolean; registrar?: number; regint?: number; listenPort?: number; answerMode?: 'auto' | 'manual' },
 ): Promise<Baresip> {
   mkdirSync(dir, { recursive: true });
   const ctrlPort = await freePort();
@@ -76,8 +76,9 @@ export async function startBaresip(
       [...(opts.srtp ? ['module srtp.so'] : []), 'net_interface 127.0.0.1', 'module_app ctrl_tcp.so', `ctrl_tcp_listen 127.0.0.1:${ctrlPort}`, ''].join('\n'),
   );
   // srtp-mand: RTP/SAVP with SDES keys, and no call without them.
-  // With `registrar` (Parley's SIP port) it registers there (every 10 minutes); else it never registers.
-  const aor = opts.registrar ? `<sip:${opts.user}@127.0.0.1:${opts.registrar}>;regint=600` : `<sip:${opts.user}@127.0.0.1>;regint=0`;
+  // With `registrar` (Parley's SIP port) it registers there, for `regint` seconds (10 minutes unless
+  // given), refreshing before they are over; else it never registers.
+  const aor = opts.registrar ? `<sip:${opts.user}@127.0.0.1:${opts.registrar}>;regint=${opts.regint ?? 600}` : `<sip:${opts.user}@127.0.0.1>;regint=0`;
   // answermode=auto: it answers calls to it at once; manual: they ring until a command answers or refuses them.
   writeFileSync(join(dir, 'accounts'), `${aor}${opts.password ? `;auth_pass=${opts.password}` : ''}${opts.srtp ? ';mediaenc=srtp-mand' : ''}${opts.answerMode ? `;answermode=${opts.answerMode}` : ''}\n`);
   const proc = spawn('baresip', ['-f', dir, '-s'], { stdio: ['ignore', 'pipe', 'pipe'] });

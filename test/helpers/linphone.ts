@@ -16,13 +16,17 @@ export interface Linphone {
   stop: () => Promise<void>;
 }
 
-/** Starts linphonec in `dir` (its HOME: its database goes there), listening for SIP on loopback UDP. */
-export async function startLinphone(dir: string): Promise<Linphone> {
+/**
+ * Starts linphonec in `dir` (its HOME: its database goes there), listening for SIP on loopback UDP;
+ * the registrations it makes ask for `regExpires` seconds (its default: an hour).
+ */
+export async function startLinphone(dir: string, opts: { regExpires?: number } = {}): Promise<Linphone> {
   // Without its database folder it never brings its SIP transports up.
   mkdirSync(join(dir, '.local/share/linphone'), { recursive: true });
   const sipPort = await freePort();
   const rc = join(dir, 'linphonerc');
-  writeFileSync(rc, ['[sip]', `sip_port=${sipPort}`, 'sip_tcp_port=0', 'sip_tls_port=0', 'ipv6_enabled=0', '[misc]', 'enable_chat=0', ''].join('\n'));
+  const expires = opts.regExpires ? ['[proxy_default_values]', `reg_expires=${opts.regExpires}`] : [];
+  writeFileSync(rc, ['[sip]', `sip_port=${sipPort}`, 'sip_tcp_port=0', 'sip_tls_port=0', 'ipv6_enabled=0', '[misc]', 'enable_chat=0', ...expires, ''].join('\n'));
   const proc = spawn('stdbuf', ['-oL', 'linphonec', '-c', rc, '-S', '-d', '6'], { env: { ...process.env, HOME: dir }, stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));

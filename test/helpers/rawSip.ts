@@ -1,5 +1,7 @@
 // SIP written by hand, for the tests and benchmarks that talk to Parley's SIP door the way a minimal
-// or misbehaving client would (raw UDP and TCP on loopback): a request, a digest answer, a status.
+// or misbehaving client would (raw UDP and TCP on loopback): a request, a digest answer, a status,
+// and a UDP socket of a loopback address of its own (every 127.x address reaches loopback) that
+// awaits its requests' final answers.
 import { createHash, randomBytes } from 'node:crypto';
 import { createSocket } from 'node:dgram';
 
@@ -12,6 +14,11 @@ export interface SipRequestOptions {
   headers?: string[];
   /** The To tag of a request inside a dialog. */
   toTag?: string;
+  /** The Call-ID (default: a fresh one) and CSeq number (default 1): a request answering a challenge repeats its Call-ID with the next CSeq. */
+  callId?: string;
+  cseq?: number;
+  /** The user in To (default `agent`; a REGISTER names its own user there). */
+  toUser?: string;
 }
 
 /** A request to the agent at 127.0.0.1:`sipPort`, with a fresh branch, From tag and Call-ID. */
@@ -22,9 +29,9 @@ export function sipRequest(sipPort: number, method: string, opts: SipRequestOpti
     `Via: SIP/2.0/${via};branch=z9hG4bK${randomBytes(6).toString('hex')};rport`,
     'Max-Forwards: 70',
     `From: <sip:${user}@127.0.0.1>;tag=${randomBytes(4).toString('hex')}`,
-    `To: <sip:agent@127.0.0.1>${opts.toTag ? `;tag=${opts.toTag}` : ''}`,
-    `Call-ID: ${randomBytes(8).toString('hex')}`,
-    `CSeq: 1 ${method}`,
+    `To: <sip:${opts.toUser ?? 'agent'}@127.0.0.1>${opts.toTag ? `;tag=${opts.toTag}` : ''}`,
+    `Call-ID: ${opts.callId ?? randomBytes(8).toString('hex')}`,
+    `CSeq: ${opts.cseq ?? 1} ${method}`,
     `Contact: <sip:${user}@${via.split(' ')[1]}>`,
     ...headers,
     ...(body ? ['Content-Type: application/sdp'] : []),
@@ -42,6 +49,60 @@ export function digestAuthorization(sipPort: number, challenge: string, user: st
   const uri = `sip:agent@127.0.0.1:${sipPort}`;
   const response = md5(`${md5(`${user}:parley:${password}`)}:${nonce}:00000001:abc:auth:${md5(`${method}:${uri}`)}`);
   return `Authorization: Digest username="${user}", realm="parley", nonce="${nonce}", uri="${uri}", response="${response}", algorithm=MD5, qop=auth, nc=00000001, cnonce="abc"`;
+}
+
+/** A UDP socket on `address` whose requests to 127.0.0.1:`sipPort` are answered to it. */
+export interface SipSocket {
+  port: number;
+  /** The Via's transport and sent-by for its requests (`UDP address:port`). */
+  via: string;
+  /** Sends `text` and resolves with its final answer (matched by Call-ID and CSeq), or undefined after `waitMs`. */
+  exchange(text: string, waitMs?: number): Promise<string | undefined>;
+  /**
+   * `make`'s request sent, and when challenged (401) sent again with the next CSeq, the same Call-ID
+   * and an answer to the challenge as `user` with `password`: resolves with both final answers.
+   */
+  authenticated(make: (opts: Pick<SipRequestOptions, 'callId' | 'cseq' | 'headers'>) => string, user: string, password: string, method?: string): Promise<{ challenge: string | undefined; answer: string | undefined }>;
+  close(): void;
+}
+
+export async function sipSocket(sipPort: number, address = '127.0.0.1'): Promise<SipSocket> {
+  const socket = createSocket('udp4');
+  await new Promise<void>((resolve) => socket.bind(0, address, () => resolve()));
+  const waiting = new Map<string, (answer: string) => void>();
+  const keyOf = (text: string) => `${/\r\nCall-ID: *(\S+)/i.exec(text)?.[1]} ${/\r\nCSeq: *(\d+)/i.exec(text)?.[1]}`;
+  socket.on('message', (m) => {
+    const text = m.toString('latin1');
+    if (!/^SIP\/2\.0 [2-6]\d\d /.test(text)) return;
+    waiting.get(keyOf(text))?.(text);
+  });
+  const exchange = (text: string, waitMs = 30_000) =>
+    new Promise<string | undefined>((resolve) => {
+      const key = keyOf(text);
+      const timer = setTimeout(() => done(undefined), waitMs);
+      const done = (answer: string | undefined) => {
+        clearTimeout(timer);
+        waiting.delete(key);
+        resolve(answer);
+      };
+      waiting.set(key, done);
+      socket.send(text, sipPort, '127.0.0.1');
+    });
+  const port = socket.address().port;
+  return {
+    port,
+    via: `UDP ${address}:${port}`,
+    exchange,
+    authenticated: async (make, user, password, method) => {
+      const callId = randomBytes(8).toString('hex');
+      const first = make({ callId, cseq: 1 });
+      const challenge = await exchange(first);
+      if (sipStatus(challenge) !== 401) return { challenge: undefined, answer: challenge };
+      const headers = [digestAuthorization(sipPort, challenge!, user, password, method ?? first.slice(0, first.indexOf(' ')))];
+      return { challenge, answer: await exchange(make({ callId, cseq: 2, headers })) };
+    },
+    close: () => socket.close(),
+  };
 }
 
 /** The status code of a response, or undefined for none. */

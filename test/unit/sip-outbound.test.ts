@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { readOffer, writeOffer } from '../../src/calls/sip/sdp.ts';
-import { globMatches, readDestination } from '../../src/sip/outboundCalls.ts';
+import { destinationAllowed, globMatches, readDestination } from '../../src/sip/outboundCalls.ts';
 import { failureOf } from '../../src/sip/outboundInvite.ts';
 
 test('destinations: numbers (bare or tel:), SIP URIs with or without a port, registered user names; anything else is refused', () => {
@@ -12,6 +12,9 @@ test('destinations: numbers (bare or tel:), SIP URIs with or without a port, reg
   assert.deepEqual(readDestination('sip:bob@10.0.0.5:5070'), { kind: 'uri', uri: 'sip:bob@10.0.0.5:5070', user: 'bob', host: '10.0.0.5', port: 5070 });
   assert.deepEqual(readDestination('sip:bob@pbx.example.com'), { kind: 'uri', uri: 'sip:bob@pbx.example.com', user: 'bob', host: 'pbx.example.com', port: 5060 });
   assert.deepEqual(readDestination('alice'), { kind: 'user', user: 'alice' });
+  // A SIP URI whose user part has no letter dials that number (visual separators dropped).
+  assert.deepEqual(readDestination('sip:+1-900-555-1234@pbx.example.com'), { kind: 'uri', uri: 'sip:+1-900-555-1234@pbx.example.com', user: '+1-900-555-1234', host: 'pbx.example.com', port: 5060, number: '+19005551234' });
+  assert.deepEqual(readDestination('sip:0019005551234@pbx.example.com:5070'), { kind: 'uri', uri: 'sip:0019005551234@pbx.example.com:5070', user: '0019005551234', host: 'pbx.example.com', port: 5070, number: '0019005551234' });
   for (const bad of ['sip:bob@host with spaces', 'sip:bob@h:99999', 'sips:bob@h', '+12', 'sip:<bob>@h', 'a\r\nVia: x', 'sip:@host', '']) assert.equal(readDestination(bad), undefined, bad);
 });
 
@@ -23,6 +26,26 @@ test('patterns: * spans any characters, everything else is literal, the whole de
   // A dot is a dot, not any character.
   assert.ok(!globMatches('sip:*@10.0.0.5', 'sip:bob@10a0b0c5'));
   assert.ok(globMatches('*', 'anything'));
+});
+
+test("patterns by kind: the docs' example lets its numbers, alice and the PBX's named users be called, and nothing else; * alone is every registered user, never every number", () => {
+  const allowed = (patterns: string, to: string) => destinationAllowed(patterns.split(','), readDestination(to)!);
+  const docs = '+4930*,alice,sip:*@pbx.example.com';
+  for (const to of ['+4930123456', 'tel:+4930123456', 'sip:+4930123456@pbx.example.com', 'sip:+49-30-123456@pbx.example.com', 'alice', 'sip:frontdesk@pbx.example.com']) assert.ok(allowed(docs, to), to);
+  // The number dialled must match a number pattern, however it is written.
+  for (const to of ['+19005551234', 'tel:+19005551234', 'sip:+19005551234@pbx.example.com', 'sip:0019005551234@pbx.example.com', 'sip:19005551234@pbx.example.com', 'sip:*67+19005551234@pbx.example.com', 'sip:+1(900)555-1234@pbx.example.com'])
+    assert.ok(!allowed(docs, to), to);
+  assert.ok(!allowed(docs, 'sip:frontdesk@evil.example.net'), 'another host');
+  assert.ok(!allowed(docs, 'bob'), 'another registered user');
+  // `*`: any registered user, and nothing more.
+  assert.ok(allowed('*', 'bob'));
+  for (const to of ['+19005551234', 'tel:+19005551234', 'sip:bob@pbx.example.com', 'sip:+19005551234@pbx.example.com']) assert.ok(!allowed('*', to), to);
+  // A pattern starting with a digit is a number's (a PBX's extensions) and a registered user's name.
+  assert.ok(allowed('10*,sip:*@pbx.example.com', 'sip:1001@pbx.example.com'));
+  assert.ok(allowed('1001', '1001'));
+  assert.ok(!allowed('sip:*@pbx.example.com', 'sip:1001@pbx.example.com'), 'an extension needs a number pattern too');
+  // tel: in a pattern is a number's.
+  assert.ok(allowed('tel:+4930*', '+4930123'));
 });
 
 test('what a final status means: busy, no answer (also our CANCEL at the ring timeout), rejected', () => {

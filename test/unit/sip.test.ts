@@ -143,25 +143,44 @@ test('Opus when the caller prefers it, with the 48 kHz telephone-event; G.711 wh
   assert.ok(!unnamed.ok);
 });
 
-test('digest: the right answer passes; a wrong password, another realm or an old nonce do not', () => {
-  const auth = new DigestAuth(new Map([['alice', 's3cret']]));
+test('digest: a nonce admits one request, from its address and for that request; used, old or another request\'s it is stale; from elsewhere it proves nothing', () => {
+  const key = randomBytes(32).toString('hex');
+  const users = new Map([['alice', 's3cret']]);
+  const auth = new DigestAuth(users, key);
   const md5 = (s: string) => createHash('md5').update(s).digest('hex');
-  const answer = (password: string, challenge: string, realm = 'parley') => {
+  const req = { method: 'INVITE', source: '198.51.100.7', callId: 'call-1@phone', uri: 'sip:agent@h' };
+  const answer = (password: string, challenge: string, opts: { realm?: string; user?: string } = {}) => {
+    const { realm = 'parley', user = 'alice' } = opts;
     const nonce = /nonce="([^"]+)"/.exec(challenge)![1]!;
-    const response = md5(`${md5(`alice:${realm}:${password}`)}:${nonce}:00000001:xyz:auth:${md5('INVITE:sip:agent@h')}`);
-    return `Digest username="alice", realm="${realm}", nonce="${nonce}", uri="sip:agent@h", response="${response}", qop=auth, nc=00000001, cnonce="xyz", algorithm=MD5`;
+    const response = md5(`${md5(`${user}:${realm}:${password}`)}:${nonce}:00000001:xyz:auth:${md5('INVITE:sip:agent@h')}`);
+    return `Digest username="${user}", realm="${realm}", nonce="${nonce}", uri="sip:agent@h", response="${response}", qop=auth, nc=00000001, cnonce="xyz", algorithm=MD5`;
   };
-  const now = Date.now();
-  const challenge = auth.challenge(now);
-  assert.deepEqual(auth.check(answer('s3cret', challenge), 'INVITE', now), { user: 'alice', passwordRight: true });
-  assert.deepEqual(auth.check(answer('s3cret', challenge), 'BYE', now), { user: 'alice', passwordRight: false }, 'another method');
-  assert.deepEqual(auth.check(answer('wrong', challenge), 'INVITE', now), { user: 'alice', passwordRight: false });
-  // Answers that prove nothing about the password: no user's wrong guess either.
-  assert.equal(auth.check(answer('s3cret', challenge, 'other'), 'INVITE', now), undefined);
-  assert.equal(auth.check(answer('s3cret', challenge), 'INVITE', now + 10 * 60_000), undefined, 'an expired nonce');
-  assert.equal(auth.check(answer('s3cret', challenge.replace(/nonce="(\w+)\./, 'nonce="$1x.')), 'INVITE', now), undefined, 'a forged nonce');
-  assert.equal(auth.check(answer('s3cret', challenge).replace('username="alice"', 'username="mallory"'), 'INVITE', now), undefined, 'an unknown user');
-  assert.equal(auth.check(undefined, 'INVITE', now), undefined);
+  const now = 1_700_000_000_000;
+  const challenge = auth.challenge(req, false, now);
+  assert.doesNotMatch(challenge, /stale/);
+  assert.match(auth.challenge(req, true, now), /, stale=true$/);
+  // Wrong answers use nothing up; an unknown name is a wrong password, not a new challenge.
+  assert.deepEqual(auth.check(answer('wrong', challenge), req, now), { user: 'alice', passwordRight: false, stale: false });
+  assert.deepEqual(auth.check(answer('s3cret', challenge, { user: 'mallory' }), req, now), { user: 'mallory', passwordRight: false, stale: false });
+  assert.deepEqual(auth.check(answer('s3cret', challenge), { ...req, method: 'BYE' }, now), { user: 'alice', passwordRight: false, stale: false }, 'another method');
+  // The same address, another request (the next call, a refresh with its last nonce): stale.
+  assert.deepEqual(auth.check(answer('s3cret', challenge), { ...req, callId: 'call-2@phone' }, now), { user: 'alice', passwordRight: true, stale: true });
+  assert.deepEqual(auth.check(answer('s3cret', challenge), { ...req, uri: 'sip:+19005551234@h' }, now), { user: 'alice', passwordRight: true, stale: true });
+  assert.deepEqual(auth.check(answer('s3cret', challenge), req, now + 31_000), { user: 'alice', passwordRight: true, stale: true }, 'after 30 s');
+  // Another address: nothing, whatever the password.
+  assert.equal(auth.check(answer('s3cret', challenge), { ...req, source: '203.0.113.9' }, now), undefined);
+  // The right answer admits once.
+  assert.deepEqual(auth.check(answer('s3cret', challenge), req, now + 1000), { user: 'alice', passwordRight: true, stale: false });
+  assert.deepEqual(auth.check(answer('s3cret', challenge), req, now + 2000), { user: 'alice', passwordRight: true, stale: true }, 'used');
+  // Another worker with the same key knows the nonce for this address's, but it admits only where it was issued.
+  const sibling = new DigestAuth(users, key);
+  const fresh = auth.challenge(req, false, now);
+  assert.deepEqual(sibling.check(answer('s3cret', fresh), req, now), { user: 'alice', passwordRight: true, stale: true });
+  assert.equal(new DigestAuth(users).check(answer('s3cret', fresh), req, now), undefined, 'another key: not ours');
+  // Answers that prove nothing.
+  assert.equal(auth.check(answer('s3cret', fresh, { realm: 'other' }), req, now), undefined);
+  assert.equal(auth.check(answer('s3cret', fresh.replace(/nonce="(\w+)\./, 'nonce="$1x.')), req, now), undefined, 'a forged nonce');
+  assert.equal(auth.check(undefined, req, now), undefined);
 });
 
 test('a key press is told once, whatever its repeats and end packets', () => {
@@ -175,20 +194,23 @@ test('a key press is told once, whatever its repeats and end packets', () => {
   assert.equal(keys.read(Buffer.from([1]), 4000), undefined);
 });
 
-test('callers: trusted ranges as they are, others by digest or refused; loopback only when nothing is configured', () => {
+test('callers: trusted ranges as they are, others by digest or refused; loopback only when nothing is configured', async () => {
   const noUsers = new DigestAuth(new Map());
   const users = new DigestAuth(new Map([['alice', 's3cret']]));
   const trunk = blockList(['203.0.113.0/24']);
-  const verdict = (trusted: typeof trunk | undefined, auth: DigestAuth, address: string) => callerAdmission({ trusted, auth, authBackoff: new AuthBackoff(5) }, address, undefined, 'INVITE');
-  assert.equal(verdict(undefined, noUsers, '127.0.0.1'), 'admitted');
-  assert.equal(verdict(undefined, noUsers, '::1'), 'admitted');
-  assert.equal(verdict(undefined, noUsers, '198.51.100.7'), 'forbidden');
-  assert.equal(verdict(trunk, noUsers, '203.0.113.9'), 'admitted');
-  assert.equal(verdict(trunk, noUsers, '198.51.100.7'), 'forbidden');
-  assert.equal(verdict(trunk, noUsers, '127.0.0.1'), 'forbidden', 'ranges configured: loopback is not special');
-  assert.equal(verdict(trunk, users, '198.51.100.7'), 'challenge');
-  assert.equal(verdict(trunk, users, '203.0.113.9'), 'admitted');
-  assert.equal(verdict(undefined, users, '127.0.0.1'), 'challenge');
+  const parsed = parseMessage(Buffer.from(INVITE));
+  assert.ok(parsed.ok && parsed.message.kind === 'request');
+  const invite = parsed.message;
+  const verdict = (trusted: typeof trunk | undefined, auth: DigestAuth, address: string) => callerAdmission({ trusted, auth, authAttempts: new AuthBackoff(5) }, invite, address);
+  assert.equal(await verdict(undefined, noUsers, '127.0.0.1'), 'admitted');
+  assert.equal(await verdict(undefined, noUsers, '::1'), 'admitted');
+  assert.equal(await verdict(undefined, noUsers, '198.51.100.7'), 'forbidden');
+  assert.equal(await verdict(trunk, noUsers, '203.0.113.9'), 'admitted');
+  assert.equal(await verdict(trunk, noUsers, '198.51.100.7'), 'forbidden');
+  assert.equal(await verdict(trunk, noUsers, '127.0.0.1'), 'forbidden', 'ranges configured: loopback is not special');
+  assert.equal(await verdict(trunk, users, '198.51.100.7'), 'challenge');
+  assert.equal(await verdict(trunk, users, '203.0.113.9'), 'admitted');
+  assert.equal(await verdict(undefined, users, '127.0.0.1'), 'challenge');
 });
 
 test('RTP/SAVP: the caller\'s SDES key read, our own answered under its tag; without a key we take, refused', () => {
