@@ -67,8 +67,9 @@ if [ "$mode" = "--test" ]; then
   apt_install chromium openssl sox postgresql redis-server opus-tools curl jq
   # Real SIP user agents for the SIP front door's tests (test/sip.test.ts, test/sip-pbx.test.ts):
   # baresip, and linphonec (linphone-cli) as a second one for the registrar; Kamailio as the
-  # trunk-facing proxy in front of Parley (started by the test itself, with its own config).
-  apt_install baresip linphone-cli kamailio
+  # trunk-facing proxy in front of Parley (started by the test itself, with its own config); SIPp
+  # (sip-tester) as a load tool's calls (test/sipp.test.ts, bench/sipp.ts).
+  apt_install baresip linphone-cli kamailio sip-tester
   if command -v systemctl >/dev/null 2>&1 && systemctl is-enabled --quiet kamailio 2>/dev/null; then
     echo "setup: disabling the kamailio system service (the tests run their own)" >&2
     $(if [ "$(id -u)" -ne 0 ]; then echo "sudo -n"; fi) systemctl disable --now kamailio >/dev/null 2>&1 || true

@@ -4,6 +4,7 @@
 // BYE) with DTMF digits read on the sideband WebSocket, an Opus call, digest authentication refusing a wrong
 // password; and raw SIP over UDP and TCP: a failure response resent until its ACK, malformed
 // requests and a fuzz run answered 4xx or not at all, the process alive and no call left behind.
+// (RFC 4475's torture messages are test/sip-rfc.test.ts's.)
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -37,10 +38,13 @@ async function conversation(id: string): Promise<any> {
   return res.json();
 }
 
-/** The call id Parley gave the call baresip placed (its 200 OK names it). */
+/** The 200 OK baresip got, naming the call's id (the 180 before it names it too: not enough). */
+const ANSWERED = /SIP\/2\.0 200 OK\r\n(?:[^\r]*\r\n)*?X-Parley-Call-Id: (conv_\S+)/;
+
+/** The call id Parley gave the call baresip placed, once it is answered. */
 async function callIdOf(caller: Baresip): Promise<string> {
-  const out = await until('the call answered', caller.out, (o) => /X-Parley-Call-Id: (conv_\S+)/.test(o), 60_000);
-  return /X-Parley-Call-Id: (conv_\S+)/.exec(out)![1]!;
+  const out = await until('the call answered', caller.out, (o) => ANSWERED.test(o), 60_000);
+  return ANSWERED.exec(out)![1]!;
 }
 
 /** A WAV file for baresip's microphone: mono at `rate` (8 kHz for G.711, 48 kHz for Opus), `speech` between silences. */
@@ -195,8 +199,8 @@ describe('SIP over TLS', () => {
     const wav = microphone('tls.wav', [{ silenceMs: 120_000 }]);
     const b = await caller('tls', wav);
     await b.command('dial', `sip:agent@127.0.0.1:${tlsPort};transport=tls`);
-    const out = await until('the call answered over TLS', b.out, (o) => /X-Parley-Call-Id: (conv_\S+)/.test(o), 60_000);
-    const id = /X-Parley-Call-Id: (conv_\S+)/.exec(out)![1]!;
+    const out = await until('the call answered over TLS', b.out, (o) => ANSWERED.test(o), 60_000);
+    const id = ANSWERED.exec(out)![1]!;
     assert.match(out, new RegExp(`TLS 127\\.0\\.0\\.1:${tlsPort} -> `), 'the answer came over TLS');
     assert.match(out, new RegExp(`Contact: <sip:parley@127\\.0\\.0\\.1:${tlsPort};transport=tls>`));
     const record = async (id: string) => (await api(`/v1/realtime/conversations/${id}`)).body;
@@ -212,8 +216,8 @@ describe('SIP over TLS', () => {
     const wav = microphone('srtp.wav', [{ silenceMs: 1000 }, 'what time is it', { silenceMs: 30_000 }]);
     const b = await caller('srtp', wav, { srtp: true });
     await b.command('dial', `sip:agent@127.0.0.1:${tlsPort};transport=tls`);
-    const out = await until('the call answered', b.out, (o) => /X-Parley-Call-Id: (conv_\S+)/.test(o), 60_000);
-    const id = /X-Parley-Call-Id: (conv_\S+)/.exec(out)![1]!;
+    const out = await until('the call answered', b.out, (o) => ANSWERED.test(o), 60_000);
+    const id = ANSWERED.exec(out)![1]!;
     // The answer baresip got: RTP/SAVP with our own key.
     assert.match(out, /SIP\/2\.0 200 OK\r\n[\s\S]*?m=audio \d+ RTP\/SAVP [\s\S]*?a=crypto:\d+ AES_CM_128_HMAC_SHA1_80 inline:[A-Za-z0-9+/]{40}/);
     const record = async () => (await api(`/v1/realtime/conversations/${id}`)).body;
@@ -340,13 +344,15 @@ describe('raw SIP', () => {
     assert.equal(status(await authenticated({ body: G729_ONLY })), 488, 'G.729 only');
     // A CSeq naming another method: readable enough to be told it is wrong.
     assert.equal(status(await exchange(request('INVITE').replace(/CSeq: 1 INVITE/, 'CSeq: 1 BYE'))), 400);
-    // Without Via or Call-ID it cannot be answered: silence (the three wait together).
-    const unanswerable = await Promise.all([
-      exchange(request('INVITE').replace(/Call-ID: \S+\r\n/, ''), 500),
+    // Without a Call-ID it is malformed, and told so (RFC 4475 §3.3.1); without a Via (noise) or
+    // oversized it cannot be answered: silence (the three wait together).
+    const [noCallId, ...unanswerable] = await Promise.all([
+      exchange(request('INVITE').replace(/Call-ID: \S+\r\n/, ''), 2000),
       exchange(randomBytes(300), 500),
       exchange(request('INVITE', { headers: [`X-Padding: ${'a'.repeat(30_000)}`] }), 500),
     ]);
-    assert.deepEqual(unanswerable, [undefined, undefined, undefined], 'no Call-ID, noise, oversized');
+    assert.equal(status(noCallId), 400, 'no Call-ID');
+    assert.deepEqual(unanswerable, [undefined, undefined], 'noise, oversized');
   });
 
   test('a call in raw SIP: challenged, answered with SDP, ACKed, put on hold by re-INVITE, ended by BYE', async () => {

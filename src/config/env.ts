@@ -575,7 +575,7 @@ export const settings = {
     parse: int(0, 1_000_000),
   },
   SIP_ROUTING_TIMEOUT_MS: {
-    doc: 'How long a SIP call rings waiting for the app\'s accept, reject or refer after its realtime.call.incoming webhook; then SIP_DEFAULT_ROUTE applies. Keep it below CALL_CONNECT_TIMEOUT_MS (the call must connect within that).',
+    doc: 'How long a SIP call rings waiting for the app\'s accept, reject or refer after its realtime.call.incoming webhook; then SIP_DEFAULT_ROUTE applies. A SIP call\'s connect deadline is this plus 32 s (64·T1) for the ACK of its 200, not CALL_CONNECT_TIMEOUT_MS.',
     default: '5000',
     parse: int(500, 25_000),
   },
@@ -600,7 +600,7 @@ export const settings = {
     parse: oneOf('libdatachannel', 'werift'),
   },
   CALL_CONNECT_TIMEOUT_MS: {
-    doc: 'A call whose peer has not connected (ICE + DTLS) by then is closed and recorded as failed (connect_timeout); until then it is half-open (MAX_HALF_OPEN_CALLS). Short, so offers that never connect hold no slot for long.',
+    doc: 'A call whose peer has not connected (ICE + DTLS) by then is closed and recorded as failed (connect_timeout); until then it is half-open (MAX_HALF_OPEN_CALLS). Short, so offers that never connect hold no slot for long. Not for an incoming SIP call, which may ring for SIP_ROUTING_TIMEOUT_MS, then waits 32 s (RFC 3261\'s 64·T1) for the ACK of its 200.',
     default: '10000',
     parse: int(1000, 30000),
   },

@@ -80,7 +80,7 @@ export class SipRelay {
     const parsed = parseMessage(bytes);
     const callId = parsed.ok ? parsed.message.callId : parsed.partial?.callId;
     // One without a Call-ID is answered 400 (or dropped) by whichever worker its source hashes to.
-    const index = workerOfCallId(callId ?? `${peer.address}:${peer.port}`, this.count);
+    const index = workerOfCallId(callId || `${peer.address}:${peer.port}`, this.count);
     const worker = this.workers.get(index);
     // A worker starting again after a crash: the dialogs it held died with it, and UDP resends the rest.
     if (!worker?.isConnected()) return;

@@ -26,8 +26,8 @@ export interface Dialog {
   transport: SipTransport;
   sessionId: number;
   sdpVersion: number;
-  /** The 2xx we retransmit until its ACK. */
-  unacked?: { timer: NodeJS.Timeout; cseq: number };
+  /** The 2xx we retransmit until its ACK: its timers (the copies, then 64·T1) and its CSeq. */
+  unacked?: { timers: Set<NodeJS.Timeout>; cseq: number };
   ended: boolean;
 }
 
@@ -54,31 +54,37 @@ export class Dialogs {
     return [...this.table.values()].some((d) => d.peer.connection === connection);
   }
 
-  /** 200 OK with our SDP through `tx`, retransmitted over UDP until its ACK (the call ends without one). */
+  /**
+   * 200 OK with our SDP through `tx`, retransmitted over UDP until its ACK (RFC 3261 §13.3.1.4): at
+   * T1, then doubling up to T2, for 64·T1; with no ACK by then the session ends with a BYE.
+   */
   answer(req: SipRequest, peer: Peer, dialog: Dialog, tx: InviteServerTransaction, sdp: string): void {
     const ok = responseTo(req, peer, 200, 'OK', [[CALL_ID_HEADER, dialog.conversationId], ['Contact', this.core.contact(peer)], ['Allow', ALLOW], ['Content-Type', 'application/sdp']], dialog.localTag, sdp);
     tx.respond(200, ok);
-    if (dialog.unacked) clearTimeout(dialog.unacked.timer);
-    const started = Date.now();
-    let interval = T1_MS;
-    const retransmit = () => {
-      if (Date.now() - started >= TRANSACTION_MS) {
-        dialog.unacked = undefined;
-        this.core.opts.log.info({ callId: dialog.callId }, 'SIP call not acknowledged; ending it');
-        return void dialog.transport.callerEnded('not_acknowledged');
-      }
-      if (peer.transport === 'udp') this.core.send(peer, ok);
-      interval = Math.min(interval * 2, T2_MS);
-      dialog.unacked = { timer: setTimeout(retransmit, interval), cseq: req.cseq.seq };
-    };
-    dialog.unacked = { timer: setTimeout(retransmit, interval), cseq: req.cseq.seq };
+    if (dialog.unacked) this.stopResending(dialog.unacked);
+    const unacked: NonNullable<Dialog['unacked']> = { timers: new Set(), cseq: req.cseq.seq };
+    const after = (ms: number, fn: () => void) => unacked.timers.add(setTimeout(fn, ms));
+    // Each copy's time is set from the first (0.5, 1.5, 3.5, 7.5, 11.5 … 31.5 s), not from the copy
+    // before it: a late event loop delays copies without pushing the last past 64·T1.
+    if (peer.transport === 'udp') {
+      for (let at = T1_MS, interval = T1_MS; at < TRANSACTION_MS; interval = Math.min(interval * 2, T2_MS), at += interval) after(at, () => this.core.send(peer, ok));
+    }
+    after(TRANSACTION_MS, () => {
+      this.stopResending(unacked);
+      dialog.unacked = undefined;
+      this.core.opts.log.info({ callId: dialog.callId }, 'SIP call not acknowledged; ending it');
+      // The dialog is confirmed all the same, and ended from our side (a BYE), then the call.
+      this.hangUp(dialog);
+      dialog.transport.callerEnded('not_acknowledged');
+    });
+    dialog.unacked = unacked;
   }
 
   /** The ACK of a 2xx (a transaction of its own): the call is up. */
   ackReceived(req: SipRequest): void {
     const dialog = this.of(req);
     if (!dialog || !dialog.unacked || dialog.unacked.cseq !== req.cseq.seq) return;
-    clearTimeout(dialog.unacked.timer);
+    this.stopResending(dialog.unacked);
     dialog.unacked = undefined;
     dialog.transport.confirm();
   }
@@ -87,7 +93,7 @@ export class Dialogs {
   hangUp(dialog: Dialog): void {
     if (dialog.ended) return;
     dialog.ended = true;
-    if (dialog.unacked) clearTimeout(dialog.unacked.timer);
+    if (dialog.unacked) this.stopResending(dialog.unacked);
     this.request(dialog, 'BYE');
   }
 
@@ -106,13 +112,19 @@ export class Dialogs {
 
   /** The call ended: its dialog is kept a transaction's time, for retransmitted BYEs to find. */
   forget(dialog: Dialog): void {
-    if (dialog.unacked) clearTimeout(dialog.unacked.timer);
+    if (dialog.unacked) this.stopResending(dialog.unacked);
     dialog.ended = true;
     setTimeout(() => this.table.delete(dialogKey(dialog.callId, dialog.localTag)), TRANSACTION_MS).unref();
   }
 
   close(): void {
-    for (const d of this.table.values()) if (d.unacked) clearTimeout(d.unacked.timer);
+    for (const d of this.table.values()) if (d.unacked) this.stopResending(d.unacked);
+  }
+
+  /** No more copies of a 2xx (its ACK came, or the dialog ended). */
+  stopResending(unacked: NonNullable<Dialog['unacked']>): void {
+    for (const timer of unacked.timers) clearTimeout(timer);
+    unacked.timers.clear();
   }
 
   /** Sends `method` inside `dialog`, retransmitted over UDP until a final response, which `onFinal` is told. */

@@ -40,7 +40,7 @@ export class InDialogRequests {
     if (!dialog || dialog.ended) return this.core.respond(req, peer, 481, 'Call/Transaction Does Not Exist', tx);
     this.core.respond(req, peer, 200, 'OK', tx);
     dialog.ended = true;
-    if (dialog.unacked) clearTimeout(dialog.unacked.timer);
+    if (dialog.unacked) this.dialogs.stopResending(dialog.unacked);
     dialog.transport.callerEnded('hangup');
   }
 

@@ -15,6 +15,7 @@ import type { Peer } from './listener.js';
 import { uriOf, userOf, type SipRequest } from './message.js';
 import { randomTag, reasonPhrase, withTag } from './responses.js';
 import type { InviteServerTransaction } from './serverTransactions.js';
+import { TRANSACTION_MS } from './timers.js';
 import type { RouteOutcome } from '../calls/sip/sipRouting.js';
 
 export class InviteHandler {
@@ -38,11 +39,17 @@ export class InviteHandler {
     const verdict = await callerAdmission(opts, req, peer.address);
     if (verdict !== 'admitted') return refuseUnauthenticated(this.core, req, peer, tx, verdict);
     if (calls.isDraining) return respond(req, peer, 503, 'Service Unavailable', tx, [['Retry-After', '5']]);
-    const contentType = (req.headers.get('content-type') ?? '').toLowerCase();
-    const offer = contentType.startsWith('application/sdp') ? readOffer(req.body.toString('latin1')) : { ok: false as const, reason: 'no SDP offer' };
-    if (!offer.ok) return respond(req, peer, 488, 'Not Acceptable Here', tx, [['Warning', `304 parley "${offer.reason}"`]]);
-    const contact = req.headers.get('contact');
+    // An INVITE must name where the dialog's requests go (§8.1.1.8); an RFC 2543 one (no branch
+    // cookie) need not, and its From says it (RFC 4475 §3.4.1).
+    const contact = req.headers.get('contact') ?? (req.branch.startsWith('z9hG4bK') ? undefined : req.from);
     if (!contact) return respond(req, peer, 400, 'Bad Request', tx, [['Warning', '399 parley "no Contact"']]);
+    // Our answer is SDP: a caller that accepts no SDP cannot take it (§21.4.7; RFC 4475 §3.3.15).
+    if (!acceptsSdp(req.headers.all('accept'))) return respond(req, peer, 406, 'Not Acceptable', tx, [['Accept', 'application/sdp']]);
+    const contentType = (req.headers.get('content-type') ?? '').toLowerCase();
+    // A body we cannot read is 415 (§8.2.3; RFC 4475 §3.3.6); no body at all, no offer to answer: 488.
+    if (req.body.length && !contentType.startsWith('application/sdp')) return respond(req, peer, 415, 'Unsupported Media Type', tx, [['Accept', 'application/sdp']]);
+    const offer = req.body.length ? readOffer(req.body.toString('latin1')) : { ok: false as const, reason: 'no SDP offer' };
+    if (!offer.ok) return respond(req, peer, 488, 'Not Acceptable Here', tx, [['Warning', `304 parley "${offer.reason}"`]]);
     const apiKeyId = await opts.owner();
     if (!apiKeyId) {
       log.warn('SIP call refused: no active API key owns SIP calls (create one, or set SIP_API_KEY_ID)');
@@ -55,7 +62,8 @@ export class InviteHandler {
     let conversationId: string;
     try {
       ({ conversationId } = await calls.create(
-        { apiKeyId, tokenId: randomId('sip_'), door: 'sip', endUser: userOf(req.from) || null, session: opts.session(), protocol: 'openai' },
+        // It may ring for the routing's time, then wait 64·T1 for the ACK of its 200 (dialogs.ts ends it then).
+        { apiKeyId, tokenId: randomId('sip_'), door: 'sip', endUser: userOf(req.from) || null, session: opts.session(), protocol: 'openai', connectTimeoutMs: opts.routing.timeoutMs + TRANSACTION_MS + 5000 },
         () => ({ transport, accept: async () => answer() }),
       ));
     } catch (err) {
@@ -141,6 +149,13 @@ export class InviteHandler {
     log.info({ transport: peer.transport, from: uriOf(req.from) }, 'SIP call answered');
     this.dialogs.answer(req, peer, dialog, tx, answer());
   }
+}
+
+/** Whether Accept headers (none: SDP is assumed, §20.1) let our answer be SDP. */
+function acceptsSdp(accept: string[]): boolean {
+  if (!accept.length) return true;
+  const types = accept.flatMap((value) => value.split(',')).map((type) => type.split(';')[0]!.trim().toLowerCase());
+  return types.some((type) => type === 'application/sdp' || type === 'application/*' || type === '*/*');
 }
 
 /** Header names as they are usually written (we keep them lower-cased). */

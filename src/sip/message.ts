@@ -1,6 +1,9 @@
 // SIP messages (RFC 3261 §7): parsed from a datagram or a stream and written back. Parsing never
-// throws: anything malformed reads as an error string, and the server answers 400 or drops it.
-// Only what a user agent server needs is interpreted; other headers are kept as they came.
+// throws: anything malformed reads as an error string, and the server answers 400 (505 for another
+// SIP version) or, when it cannot be answered, drops it. A request's start line and the headers its
+// handling relies on are held to the grammar (headerSyntax.ts; RFC 4475's malformed messages are
+// refused); other headers are kept as they came.
+import { TOKEN_CHARS, addressProblem, quotedEnd, viaProblem } from './headerSyntax.js';
 
 /** The largest message read: a trunk's INVITE with a long SDP is a few kilobytes. */
 export const MAX_MESSAGE_BYTES = 16 * 1024;
@@ -68,93 +71,159 @@ export interface SipResponse extends SipCommon {
 
 export type SipMessage = SipRequest | SipResponse;
 
-/** A failure may carry the request as far as it was read, enough to answer it 400. */
-export type Parsed = { ok: true; message: SipMessage } | { ok: false; error: string; partial?: SipRequest };
+/**
+ * A failure may carry the request as far as it was read, enough to answer it (`status`: 400, or 505
+ * for another SIP version): a request with a Via and a CSeq can be answered whatever else is wrong.
+ */
+export type Parsed = { ok: true; message: SipMessage } | { ok: false; error: string; partial?: SipRequest; status?: number };
 
-const TOKEN = /^[A-Za-z0-9.!%*_+`'~-]+$/;
+const TOKEN = new RegExp(`^[${TOKEN_CHARS}]+$`);
+/** Header fields a message carries once at most (RFC 3261 §7.3: only list headers may repeat). */
+const SINGLE = ['call-id', 'cseq', 'from', 'to', 'max-forwards', 'content-length', 'content-type'];
 
 /** Reads one whole message (a datagram, or one framed by `frame`). */
 export function parseMessage(bytes: Buffer): Parsed {
   if (bytes.length > MAX_MESSAGE_BYTES) return { ok: false, error: 'message too large' };
   const end = bytes.indexOf('\r\n\r\n');
   if (end < 0) return { ok: false, error: 'no end of headers' };
-  const head = bytes.subarray(0, end).toString('latin1');
-  const lines = head.split('\r\n');
-  const start = lines.shift() ?? '';
+  const [start = '', ...rest] = bytes.subarray(0, end).toString('latin1').split('\r\n');
   const headers = new SipHeaders();
+  /** What makes the message malformed; the first is told. */
+  const problems: string[] = [];
+  // A line starting with a space or tab continues the one before (folding, §7.3.1).
+  const lines: string[] = [];
+  for (const line of rest) {
+    if (/^[ \t]/.test(line) && lines.length) lines[lines.length - 1] += ' ' + line.trim();
+    else lines.push(line);
+  }
   for (const line of lines) {
-    if (/^[ \t]/.test(line)) {
-      // A folded line continues the previous header.
-      const last = headers.entries[headers.entries.length - 1];
-      if (!last) return { ok: false, error: 'folded line before any header' };
-      last[1] += ' ' + line.trim();
+    const colon = line.indexOf(':');
+    const raw = colon < 0 ? '' : line.slice(0, colon).trim();
+    if (!TOKEN.test(raw)) {
+      problems.push(colon <= 0 || /^[ \t]/.test(line) ? 'a header line without a name' : 'a bad header name');
       continue;
     }
-    const colon = line.indexOf(':');
-    if (colon <= 0) return { ok: false, error: 'header line without a name' };
-    const raw = line.slice(0, colon).trim();
-    if (!TOKEN.test(raw)) return { ok: false, error: 'bad header name' };
     const name = COMPACT[raw.toLowerCase()] ?? raw.toLowerCase();
     const value = line.slice(colon + 1).trim();
-    if (LIST_HEADERS.has(name)) for (const part of splitList(value)) headers.add(name, part);
-    else headers.add(name, value);
+    if (!LIST_HEADERS.has(name)) headers.add(name, value);
+    else {
+      const parts = splitList(value);
+      if (parts.some((p) => !p)) problems.push(`an empty value in ${name}`);
+      for (const part of parts) if (part) headers.add(name, part);
+    }
   }
   let body = bytes.subarray(end + 4);
   const length = headers.get('content-length');
   if (length !== undefined) {
-    if (!/^\d{1,6}$/.test(length)) return { ok: false, error: 'bad Content-Length' };
-    const n = Number(length);
-    if (n > body.length) return { ok: false, error: 'body shorter than Content-Length' };
-    body = body.subarray(0, n);
+    if (!/^\d{1,6}$/.test(length)) problems.push('a bad Content-Length');
+    else if (Number(length) > body.length) problems.push('a body shorter than its Content-Length');
+    else body = body.subarray(0, Number(length));
   }
-  const common = readCommon(headers, body);
-  const request = /^([A-Za-z]+) (\S+) SIP\/2\.0$/.exec(start);
-  if (request) {
-    // Without its mandatory headers a request cannot even be answered: it is dropped.
-    if (!common.ok) return { ok: false, error: common.error };
-    const message: SipRequest = { kind: 'request', method: request[1]!, uri: request[2]!, ...common.value };
-    if (common.value.cseq.method !== message.method && message.method !== 'ACK' && message.method !== 'CANCEL') return { ok: false, error: 'CSeq method differs from the request method', partial: message };
-    return { ok: true, message };
-  }
-  const response = /^SIP\/2\.0 ([1-6]\d\d) ?(.*)$/.exec(start);
+  const common = readCommon(headers, body, problems);
+  const response = /^SIP\/2\.0 ([1-6]\d\d)(?: (.*))?$/.exec(start);
   if (response) {
-    if (!common.ok) return { ok: false, error: common.error };
+    // A response is only read (never answered): what we need of it must be there.
+    if (!common || common.problem) return { ok: false, error: common?.problem ?? 'missing Via or CSeq' };
     return { ok: true, message: { kind: 'response', status: Number(response[1]), reason: response[2] ?? '', ...common.value } };
   }
-  return { ok: false, error: 'bad start line' };
+  const request = readRequestLine(start);
+  if (!request) return { ok: false, error: 'bad start line' };
+  // Without a Via and a CSeq a request cannot even be answered: it is dropped.
+  if (!common) return { ok: false, error: 'missing Via or CSeq' };
+  const message: SipRequest = { kind: 'request', method: request.method, uri: request.uri, ...common.value };
+  if (request.problem) return { ok: false, error: request.problem, partial: message, status: request.status };
+  problems.push(...requestProblems(message));
+  if (common.problem) problems.unshift(common.problem);
+  if (problems.length) return { ok: false, error: problems[0]!, partial: message, status: 400 };
+  return { ok: true, message };
 }
 
-function readCommon(headers: SipHeaders, body: Buffer): { ok: true; value: SipCommon } | { ok: false; error: string } {
+/**
+ * A request line: method SP Request-URI SP SIP-Version, single spaces (RFC 4475 §3.1.2.9-10: extra
+ * ones may be refused, and are). A line that ends in another version is one to answer 505.
+ */
+function readRequestLine(line: string): { method: string; uri: string; problem?: string; status?: number } | undefined {
+  const m = /^(\S+) (\S+) SIP\/2\.0$/.exec(line);
+  if (m && TOKEN.test(m[1]!)) {
+    const uri = m[2]!;
+    if (!/^[A-Za-z][A-Za-z0-9+.-]*:[^<>"]+$/.test(uri)) return { method: m[1]!, uri, problem: 'a malformed Request-URI', status: 400 };
+    // Headers (`?…` after the host) are not allowed in a Request-URI (§19.1.1; RFC 4475 §3.1.2.11).
+    if (/^sips?:/i.test(uri) && uri.slice(uri.lastIndexOf('@') + 1).includes('?')) return { method: m[1]!, uri, problem: 'headers in the Request-URI', status: 400 };
+    return { method: m[1]!, uri };
+  }
+  const loose = /^(\S+)\s+(.*?)\s*SIP\/(\d+\.\d+)\s*$/.exec(line);
+  if (!loose || !TOKEN.test(loose[1]!)) return undefined;
+  if (loose[3] !== '2.0') return { method: loose[1]!, uri: loose[2]!, problem: `SIP/${loose[3]} is not supported`, status: 505 };
+  return { method: loose[1]!, uri: loose[2]!, problem: 'a malformed request line', status: 400 };
+}
+
+/** What is wrong with a request's headers, by the grammar its handling relies on. */
+function requestProblems(req: SipRequest): string[] {
+  const problems: string[] = [];
+  for (const name of ['call-id', 'from', 'to']) if (!req.headers.get(name)) problems.push(`no ${name}`);
+  for (const name of SINGLE) if (req.headers.all(name).length > 1) problems.push(`several ${name} headers`);
+  if (req.cseq.method !== req.method && req.method !== 'ACK' && req.method !== 'CANCEL') problems.push('CSeq method differs from the request method');
+  for (const via of req.headers.all('via')) {
+    const problem = viaProblem(via);
+    if (problem) problems.push(problem);
+  }
+  const addresses: [string, boolean][] = [
+    ['from', false],
+    ['to', false],
+    ['contact', false],
+    ['route', true],
+    ['record-route', true],
+  ];
+  for (const [name, nameAddrOnly] of addresses) {
+    for (const value of req.headers.all(name)) {
+      if (name === 'contact' && value === '*') continue;
+      const problem = addressProblem(value, nameAddrOnly);
+      if (problem) problems.push(`${problem} in ${name}`);
+    }
+  }
+  return problems;
+}
+
+/** The headers every message needs read; undefined when there is no Via or CSeq to answer with. */
+function readCommon(headers: SipHeaders, body: Buffer, problems: string[]): { value: SipCommon; problem?: string } | undefined {
   const via = headers.get('via');
-  const callId = headers.get('call-id');
   const cseqText = headers.get('cseq');
-  const from = headers.get('from');
-  const to = headers.get('to');
-  if (!via || !callId || !cseqText || !from || !to) return { ok: false, error: 'missing Via, Call-ID, CSeq, From or To' };
-  const cseq = /^(\d{1,10})\s+([A-Za-z]+)$/.exec(cseqText);
-  if (!cseq || Number(cseq[1]) > 2 ** 31 - 1) return { ok: false, error: 'bad CSeq' };
-  if (!/^SIP\/2\.0\/[A-Za-z]+\s+\S/.test(via)) return { ok: false, error: 'bad Via' };
-  return { ok: true, value: { headers, body, callId, cseq: { seq: Number(cseq[1]), method: cseq[2]! }, from, to, branch: param(via, 'branch') ?? '' } };
+  if (!via || !cseqText) return undefined;
+  const cseq = new RegExp(`^(\\d{1,10})\\s+([${TOKEN_CHARS}]+)$`).exec(cseqText);
+  const bad = !cseq || Number(cseq[1]) > 2 ** 31 - 1 ? 'a bad CSeq' : undefined;
+  const value: SipCommon = {
+    headers,
+    body,
+    callId: headers.get('call-id') ?? '',
+    cseq: bad ? { seq: -1, method: '' } : { seq: Number(cseq![1]), method: cseq![2]! },
+    from: headers.get('from') ?? '',
+    to: headers.get('to') ?? '',
+    branch: param(via, 'branch') ?? '',
+  };
+  const problem = bad ?? problems[0] ?? (!/^SIP\s*\/\s*\d+\.\d+\s*\/\s*\S+\s+\S/.test(via) ? 'a bad Via' : undefined);
+  return { value, problem };
 }
 
 /** Splits a header value on the commas between its values (not those inside quotes or <>). */
 function splitList(value: string): string[] {
   const parts: string[] = [];
   let depth = 0;
-  let quoted = false;
   let start = 0;
   for (let i = 0; i < value.length; i++) {
     const ch = value[i];
-    if (ch === '"' && value[i - 1] !== '\\') quoted = !quoted;
-    else if (!quoted && ch === '<') depth++;
-    else if (!quoted && ch === '>') depth = Math.max(0, depth - 1);
-    else if (!quoted && depth === 0 && ch === ',') {
+    if (ch === '"') {
+      const close = quotedEnd(value, i);
+      if (close < 0) break;
+      i = close;
+    } else if (ch === '<') depth++;
+    else if (ch === '>') depth = Math.max(0, depth - 1);
+    else if (depth === 0 && ch === ',') {
       parts.push(value.slice(start, i).trim());
       start = i + 1;
     }
   }
   parts.push(value.slice(start).trim());
-  return parts.filter(Boolean);
+  return value.trim() ? parts : [];
 }
 
 /** A `;name=value` parameter of a header value (outside its <uri>), or undefined. */
@@ -195,9 +264,12 @@ export function frame(buffer: Buffer): Framed {
   const end = buffer.indexOf('\r\n\r\n');
   if (end < 0) return buffer.length > MAX_MESSAGE_BYTES ? { kind: 'invalid', error: 'headers too large' } : { kind: 'incomplete' };
   const head = buffer.subarray(0, end).toString('latin1');
-  const m = /\r\n(?:content-length|l)[ \t]*:[ \t]*(\d{1,6})[ \t]*(?=\r\n|$)/i.exec('\r\n' + head);
-  // Over a stream, Content-Length is mandatory (RFC 3261 §18.3).
-  if (!m) return { kind: 'invalid', error: 'no Content-Length' };
+  const lengths = [...('\r\n' + head).matchAll(/\r\n(?:content-length|l)[ \t]*:[ \t]*([^\r]*)/gi)];
+  // Over a stream, Content-Length is mandatory (RFC 3261 §18.3), and one we cannot trust (negative,
+  // not a number, given twice: RFC 4475 §3.1.2.3, §3.3.9) leaves no way to find the next message.
+  if (lengths.length !== 1) return { kind: 'invalid', error: lengths.length ? 'several Content-Length headers' : 'no Content-Length' };
+  const m = /^(\d{1,6})[ \t]*$/.exec(lengths[0]![1]!);
+  if (!m) return { kind: 'invalid', error: 'a bad Content-Length' };
   const total = end + 4 + Number(m[1]);
   if (total > MAX_MESSAGE_BYTES) return { kind: 'invalid', error: 'message too large' };
   if (buffer.length < total) return { kind: 'incomplete' };

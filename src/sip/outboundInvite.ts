@@ -51,6 +51,8 @@ export class OutboundInvite {
   /** Marked with our worker under PARLEY_WORKERS, so that the callee's answers reach this process (callIds.ts). */
   readonly callId = newCallId();
   private readonly fromTag = randomBytes(6).toString('hex');
+  /** Our offer's SDP session id, which the dialog's later answers keep (RFC 3264 §8). */
+  private readonly sessionId = Date.now() % 1e9;
   private cseq = 1;
   private branch = newBranch();
   private invite!: Buffer;
@@ -121,7 +123,7 @@ export class OutboundInvite {
 
   private send(authorization?: [string, string]): void {
     const { transport, conversationId } = this.call;
-    const sdp = writeOffer({ sessionId: Date.now() % 1e9, address: this.core.opts.announcedAddress, rtpPort: transport.rtpPort, rtcpPort: transport.rtcpPort });
+    const sdp = writeOffer({ sessionId: this.sessionId, address: this.core.opts.announcedAddress, rtpPort: transport.rtpPort, rtcpPort: transport.rtcpPort });
     this.branches.add(this.branch);
     this.invite = this.request(
       'INVITE',
@@ -181,7 +183,7 @@ export class OutboundInvite {
       peer: this.target.peer,
       localSeq: this.cseq,
       transport: this.call.transport,
-      sessionId: Date.now() % 1e9,
+      sessionId: this.sessionId,
       sdpVersion: 1,
       ended: false,
     };
@@ -191,11 +193,13 @@ export class OutboundInvite {
     this.dialog = dialog;
     this.call.transport.sipStatus = res.status;
     const answer = readOffer(res.body.toString('latin1'));
-    // Answered after we gave up (the 2xx crossed our CANCEL), or with media we cannot use: hung up at once.
+    // Answered after we gave up (the 2xx crossed our CANCEL: as if the CANCEL had worked), or with
+    // media we cannot use: hung up at once, the dialog kept a transaction's time for the BYE's answer.
     if (this.cancelWanted || !answer.ok) {
       if (!answer.ok) this.core.opts.log.warn({ conversation: this.call.conversationId, reason: answer.reason }, 'SIP callee answered with media we cannot use; hanging up');
       this.dialogs.hangUp(dialog);
-      return this.finish(this.cancelWanted === 'ring_timeout' ? 'no_answer' : 'media_unacceptable', res.status, false);
+      this.dialogs.forget(dialog);
+      return this.finish(this.cancelWanted ? failureOf(487, this.cancelWanted === 'ring_timeout') : 'media_unacceptable', res.status);
     }
     this.call.transport.negotiated(answer.offer);
     this.done = true;
@@ -243,13 +247,13 @@ export class OutboundInvite {
   }
 
   /** The INVITE is over without a call: the call ends (failed) with `reason`. */
-  private finish(reason: InviteFailure, status: number, retire = true): void {
+  private finish(reason: InviteFailure, status: number): void {
     if (this.done) return;
     this.done = true;
     clearTimeout(this.ringTimer);
     clearTimeout(this.resendTimer);
     this.call.transport.sipStatus = status;
-    if (retire) this.retire();
+    this.retire();
     this.events.failed(reason, status);
   }
 

@@ -16,15 +16,18 @@ export function responseTo(req: SipRequest, peer: Peer, status: number, reason: 
   // A response that makes or confirms a dialog carries the proxies' Record-Route back (RFC 3261
   // §12.1.1): the caller's route set, so its ACK, BYE and re-INVITEs pass through them as ours do.
   const recordRoutes = status > 100 && status < 300 ? req.headers.all('record-route').map((r): [string, string] => ['Record-Route', r]) : [];
-  return writeMessage(
-    `SIP/2.0 ${status} ${reason}`,
-    [...vias.map((v): [string, string] => ['Via', v]), ...recordRoutes, ['From', req.from], ['To', to], ['Call-ID', req.callId], ['CSeq', `${req.cseq.seq} ${req.cseq.method}`], ['Server', 'Parley'], ...extra],
-    body,
-  );
+  // From, To, Call-ID and CSeq as they came (a malformed request answered 400 may lack some).
+  const echoed: Headers = [];
+  if (req.from) echoed.push(['From', req.from]);
+  if (to) echoed.push(['To', to]);
+  if (req.callId) echoed.push(['Call-ID', req.callId]);
+  echoed.push(['CSeq', req.headers.get('cseq') ?? '']);
+  return writeMessage(`SIP/2.0 ${status} ${reason}`, [...vias.map((v): [string, string] => ['Via', v]), ...recordRoutes, ...echoed, ['Server', 'Parley'], ...extra], body);
 }
 
 /** Standard reason phrases of the statuses an app rejects with most; others get a generic one. */
 const REASONS: Record<number, string> = {
+  400: 'Bad Request',
   403: 'Forbidden',
   404: 'Not Found',
   480: 'Temporarily Unavailable',
@@ -32,6 +35,7 @@ const REASONS: Record<number, string> = {
   488: 'Not Acceptable Here',
   500: 'Server Internal Error',
   503: 'Service Unavailable',
+  505: 'Version Not Supported',
   600: 'Busy Everywhere',
   603: 'Decline',
   604: 'Does Not Exist Anywhere',

@@ -10,7 +10,7 @@ import { InDialogRequests } from './inDialog.js';
 import { InviteHandler } from './invite.js';
 import type { ListenerEvents, Peer, SipListener, SipPorts } from './listener.js';
 import { param, parseMessage, type SipRequest } from './message.js';
-import { hostPort, responseTo, type Headers } from './responses.js';
+import { hostPort, reasonPhrase, responseTo, type Headers } from './responses.js';
 import { OutboundCalls } from './outboundCalls.js';
 import { OutboundRegistrations, type RegistrationState } from './outboundRegistrations.js';
 import { Registrar } from './registrar.js';
@@ -18,6 +18,9 @@ import { refusalOf } from './requestChecks.js';
 import { InviteServerTransaction, ServerTransactions, type AnyServerTransaction } from './serverTransactions.js';
 
 export type { SipServerOptions } from './core.js';
+
+/** SIP's methods (RFC 3261 and the registered extensions), whether we take them or not. */
+const KNOWN_METHODS = new Set(['INVITE', 'ACK', 'BYE', 'CANCEL', 'OPTIONS', 'REGISTER', 'INFO', 'MESSAGE', 'NOTIFY', 'PRACK', 'PUBLISH', 'REFER', 'SUBSCRIBE', 'UPDATE']);
 
 export class SipServer implements SipCore {
   private listener!: SipListener;
@@ -87,7 +90,9 @@ export class SipServer implements SipCore {
   private received(bytes: Buffer, peer: Peer): void {
     const parsed = parseMessage(bytes);
     if (!parsed.ok) {
-      if (parsed.partial && parsed.partial.method !== 'ACK') this.respond(parsed.partial, peer, 400, 'Bad Request');
+      // Answered statelessly: a retransmission is read, and refused, again.
+      const status = parsed.status ?? 400;
+      if (parsed.partial && parsed.partial.method !== 'ACK') this.respond(parsed.partial, peer, status, reasonPhrase(status), undefined, [['Warning', `399 parley "${parsed.error}"`]]);
       return;
     }
     const message = parsed.message;
@@ -144,7 +149,9 @@ export class SipServer implements SipCore {
           ['Accept', 'application/sdp'],
         ]);
       default:
-        return this.respond(req, peer, 405, 'Method Not Allowed', tx, [['Allow', ALLOW]]);
+        // A method SIP defines that we do not take: 405; one we do not know at all: 501 (RFC 3261 §21.5.2).
+        if (KNOWN_METHODS.has(req.method)) return this.respond(req, peer, 405, 'Method Not Allowed', tx, [['Allow', ALLOW]]);
+        return this.respond(req, peer, 501, 'Not Implemented', tx, [['Allow', ALLOW]]);
     }
   }
 

@@ -111,3 +111,50 @@ export const sipStatus = (answer: string | undefined): number | undefined => (an
 /** SDP offers: G.711 µ-law, which Parley speaks, and G.729 alone, which it does not. */
 export const G711_OFFER = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 0\r\n';
 export const G729_ONLY_OFFER = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 40000 RTP/AVP 18\r\na=rtpmap:18 G729/8000\r\n';
+
+/** A SIP peer on a UDP socket of its own on loopback: what it hears, in order, and a way to send to Parley. */
+export interface UdpPeer {
+  port: number;
+  /** Every message received, in order of arrival. */
+  heard: string[];
+  send(text: string | Buffer): void;
+  /** The first message heard that matches `pattern` (waits for it). */
+  next(what: string, pattern: RegExp, timeoutMs?: number): Promise<string>;
+  close(): void;
+}
+
+export async function udpPeer(sipPort: number, onMessage?: (text: string, peer: UdpPeer) => void): Promise<UdpPeer> {
+  const socket = createSocket('udp4');
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+  const heard: string[] = [];
+  const waiters = new Set<() => void>();
+  const peer: UdpPeer = {
+    port: socket.address().port,
+    heard,
+    send: (text) => socket.send(text, sipPort, '127.0.0.1'),
+    next: (what, pattern, timeoutMs = 30_000) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          const found = heard.find((m) => pattern.test(m));
+          if (found === undefined) return false;
+          clearTimeout(timer);
+          waiters.delete(check as () => void);
+          resolve(found);
+          return true;
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check as () => void);
+          reject(new Error(`timed out waiting for ${what}; heard: ${JSON.stringify(heard.map((m) => m.split('\r\n')[0]))}`));
+        }, timeoutMs);
+        if (!check()) waiters.add(check as () => void);
+      }),
+    close: () => socket.close(),
+  };
+  socket.on('message', (m) => {
+    const text = m.toString('latin1');
+    heard.push(text);
+    onMessage?.(text, peer);
+    for (const waiter of [...waiters]) waiter();
+  });
+  return peer;
+}

@@ -46,10 +46,17 @@ test('an INVITE with compact headers, a Via list and a folded line', () => {
   assert.equal(m.body.toString(), SDP);
 });
 
-test('malformed messages read as errors, those that can be answered with the request', () => {
+test('malformed messages read as errors; those with a Via and a CSeq can be answered (400, 505 for another version)', () => {
   const mismatch = parseMessage(Buffer.from(INVITE.replace('CSeq: 314159 INVITE', 'CSeq: 314159 BYE')));
-  assert.ok(!mismatch.ok && mismatch.partial?.method === 'INVITE');
-  for (const bad of [INVITE.replace('i: a84b4c76e66710\r\n', ''), INVITE.replace(/l: \d+/, 'l: 99999'), INVITE.replace(/l: \d+/, 'l: -1'), INVITE.replace('CSeq: 314159', 'CSeq: x'), 'INVITE\r\n\r\n', INVITE.replace('\r\n\r\n', '\r\n')]) {
+  assert.ok(!mismatch.ok && mismatch.partial?.method === 'INVITE' && mismatch.status === 400);
+  const answerable = [INVITE.replace('i: a84b4c76e66710\r\n', ''), INVITE.replace(/l: \d+/, 'l: 99999'), INVITE.replace(/l: \d+/, 'l: -1'), INVITE.replace('CSeq: 314159', 'CSeq: x'), INVITE.replace('CSeq: 314159', 'CSeq: 99999999999')];
+  for (const bad of answerable) {
+    const parsed = parseMessage(Buffer.from(bad));
+    assert.ok(!parsed.ok && parsed.partial?.method === 'INVITE' && parsed.status === 400, bad.slice(0, 60));
+  }
+  const version = parseMessage(Buffer.from(INVITE.replace('SIP/2.0\r\n', 'SIP/3.0\r\n')));
+  assert.ok(!version.ok && version.status === 505);
+  for (const bad of [INVITE.replace(/v: [^\r]*\r\n/, ''), INVITE.replace('CSeq: 314159 INVITE\r\n', ''), 'INVITE\r\n\r\n', INVITE.replace('\r\n\r\n', '\r\n')]) {
     const parsed = parseMessage(Buffer.from(bad));
     assert.ok(!parsed.ok && !parsed.partial, bad.slice(0, 60));
   }

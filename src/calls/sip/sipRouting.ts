@@ -50,6 +50,11 @@ export class SipRouting {
 
   constructor(private readonly opts: SipRoutingOptions) {}
 
+  /** How long a ringing call waits for the app's decision at most. */
+  get timeoutMs(): number {
+    return this.opts.timeoutMs;
+  }
+
   /** Resolves with the app's decision, the default route's, or abandoned once `signal` aborts. */
   async route(call: IncomingCall, signal: AbortSignal): Promise<RouteOutcome> {
     const fallback: RouteDecision = this.opts.defaultRoute === 'answer' ? { kind: 'accept' } : { kind: 'reject', status: DEFAULT_REJECT_STATUS };
