@@ -3,7 +3,7 @@
 // wires them and implements the commands a protocol may give (CallControl); what else must happen
 // when the call moves on (its record, metrics, logs) listens as a CallObserver.
 import type { FastifyBaseLogger } from 'fastify';
-import type { AgentFactory, ConversationTurn, Refusal, ResponseRequest } from '../agent/types.js';
+import type { ConversationTurn, ModelChooser, Refusal, ResponseRequest } from '../agent/types.js';
 import { Conversation, itemText, type Item, type PlaceResult } from '../session/conversation.js';
 import type { CallEvent, RecordingStopReason } from '../session/events.js';
 import type { Session } from '../session/session.js';
@@ -60,7 +60,8 @@ export interface CallOptions {
   session: Session;
   /** The conversation so far (a resumed thread's turns, or empty). */
   conversation: Conversation;
-  agentFor: (model: string) => AgentFactory;
+  /** The catalogue's models: which agent runs the session's model, and its fallbacks. */
+  models: ModelChooser;
   /** The event protocol the client speaks, chosen from its request. */
   protocol: ProtocolFactory;
   timeouts: CallTimeouts;
@@ -121,12 +122,13 @@ export class Call implements CallControl {
         turnCompleted: (turn) => this.notify((o) => o.turn?.(this, turn)),
         requestKeyframe: () => this.transport.requestKeyframe?.() ?? false,
       },
-      opts.agentFor,
+      opts.models,
       // The caller's audio comes at the rate the agent hears at, converted by the transport.
       (agent) => {
         this.inputRate = agent.inputSampleRate;
         this.transport.setInputRate(agent.inputSampleRate);
       },
+      (reason) => void this.end(reason, 'failed'),
     );
     this.transport.attach({
       connected: () => this.onConnected(),
@@ -171,6 +173,11 @@ export class Call implements CallControl {
   /** An outbound phone call's final INVITE status (200, 486 busy, 487 unanswered…); undefined for others. */
   get sipStatus(): number | undefined {
     return this.transport.sipStatus;
+  }
+
+  /** The catalogue model running the call now (a fallback's, after its model failed). */
+  get model(): string {
+    return this.host.model;
   }
 
   /** Which wire carries the call (`webrtc`…). */
@@ -224,6 +231,7 @@ export class Call implements CallControl {
     if (!placed.ok) return placed;
     this.emit({ type: 'item.added', item, previousItemId: placed.previousItemId });
     this.emit({ type: 'item.done', item, previousItemId: placed.previousItemId });
+    this.host.agent.itemAdded?.(item, placed.previousItemId);
     if (audio && this.host.agent.transcribeItem) {
       // The item's audio in the session's input format, at the rate the agent hears.
       const encoding = this.current.inputAudio ?? 'pcm16';
@@ -241,6 +249,7 @@ export class Call implements CallControl {
   deleteItem(id: string): boolean {
     if (!this.conversation.delete(id)) return false;
     this.emit({ type: 'item.deleted', itemId: id });
+    this.host.agent.itemDeleted?.(id);
     return true;
   }
 
@@ -248,6 +257,7 @@ export class Call implements CallControl {
     const cut = this.conversation.truncate(id, audioEndMs);
     if (!cut.ok) return cut;
     this.emit({ type: 'item.truncated', itemId: id, contentIndex: 0, audioEndMs });
+    this.host.agent.itemTruncated?.(id, audioEndMs);
     return { ok: true };
   }
 

@@ -3,7 +3,7 @@
 // and drains calls on shutdown. It knows no wire: a request's
 // transport is made for the call's id and accepted (for WebRTC, an SDP answer) here.
 import type { FastifyBaseLogger } from 'fastify';
-import type { AgentFactory, ConversationTurn } from '../agent/types.js';
+import type { ConversationTurn, ModelChooser } from '../agent/types.js';
 import { randomId } from '../system/ids.js';
 import type { Metrics } from '../observability/metrics.js';
 import { Conversation, newItemId } from '../session/conversation.js';
@@ -37,7 +37,8 @@ export interface CallRequest {
 
 export interface CallManagerOptions {
   conversations: ConversationStore;
-  agentFor: (model: string) => AgentFactory;
+  /** The catalogue's models (which agent runs a call, and its fallbacks). */
+  models: ModelChooser;
   protocols: Record<ProtocolName, ProtocolFactory>;
   timeouts: CallTimeouts;
   /** What each call's client may ask for a second. */
@@ -113,7 +114,7 @@ export class CallManager {
         transport: pending.transport,
         session: req.session,
         conversation: conversationOf(history),
-        agentFor: this.opts.agentFor,
+        models: this.opts.models,
         protocol: this.opts.protocols[req.protocol],
         timeouts: req.connectTimeoutMs === undefined ? this.opts.timeouts : { ...this.opts.timeouts, connectTimeoutMs: req.connectTimeoutMs },
         rates: this.opts.rates,

@@ -5,6 +5,7 @@ import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { parseCidr } from '../system/cidr.js';
 import { looksLikeApiKey } from './apiKeyFormat.js';
+import { loadModelCatalogue, ModelFileError, type ModelCatalogue } from './models.js';
 import { parseEventTypes } from './webhookEventTypes.js';
 import { isWebhookSecret } from './webhookSecretFormat.js';
 
@@ -715,6 +716,19 @@ export const settings = {
     parse: int(50, 5000),
   },
   LLM_TIMEOUT_MS: { doc: 'Timeout of the HTTP backends (LLM_BASE_URL, STT_URL, TTS_URL); a model reply that takes longer fails with an error event and a spoken apology.', default: '15000', parse: int(1000, 120000) },
+  MODELS_FILE: {
+    doc: 'A models file (YAML or JSON; docs/guides/models.md): the models calls may ask for, what runs each (offline, cascade, realtime), which API keys may use each, aliases, fallbacks and the default. Unset: the catalogue these settings describe (the built-in models, the LLM_BASE_URL cascade, the REALTIME_URL model). Checked at start; a problem names its line.',
+    parse: str,
+  },
+  REALTIME_URL: { doc: "An upstream realtime model's WebSocket URL (the OpenAI Realtime protocol: wss://api.openai.com/v1/realtime, or another Parley's ws://host:port/v1/realtime); when set, REALTIME_MODEL joins the catalogue and becomes the default.", parse: str },
+  REALTIME_API_KEY: { doc: 'Bearer key for REALTIME_URL (never logged, never sent to a client).', parse: str },
+  REALTIME_MODEL: { doc: "The realtime model's id: the name clients ask for and the model sent upstream.", default: 'gpt-realtime', parse: str },
+  REALTIME_DIALECT: { doc: "The upstream's protocol version: ga (OpenAI's GA interface) or beta (the preview interface, as Azure's older deployments speak it).", default: 'ga', parse: oneOf('ga', 'beta') },
+  REALTIME_FALLBACK: { doc: "Models that take a call over when the realtime model fails, in order (comma-separated). Unset: the cascade when LLM_BASE_URL is set, else parley-offline.", parse: list },
+  MODEL_CONNECT_TIMEOUT_MS: { doc: 'Time an upstream realtime model has to accept the connection and confirm the session; past it the call goes on with the fallback.', default: '5000', parse: int(500, 60_000) },
+  MODEL_RESPONSE_TIMEOUT_MS: { doc: "Time an upstream realtime model has to start a reply it was asked for (its first event for the response); past it the call goes on with the fallback.", default: '10000', parse: int(1000, 120_000) },
+  MODEL_BREAKER_FAILURES: { doc: "Failures in a row after which a model is not offered to new calls (its fallback takes them) for MODEL_BREAKER_COOLDOWN_MS.", default: '3', parse: int(1, 100) },
+  MODEL_BREAKER_COOLDOWN_MS: { doc: "How long a model whose breaker opened is passed over before the next call tries it again.", default: '30000', parse: int(1000, 3_600_000) },
   STT_PROVIDER: {
     doc: 'Speech recogniser: pocketsphinx (built in, English) or http (STT_URL). Unset: http when STT_URL is set, else pocketsphinx.',
     parse: oneOf('pocketsphinx', 'http'),
@@ -788,7 +802,7 @@ export const settings = {
 type Settings = typeof settings;
 type Parsed = { [K in keyof Settings]: ReturnType<Settings[K]['parse']> | (Settings[K] extends { default: string } ? never : undefined) };
 /** DATABASE_URL's default depends on DATA_DIR, so it is always set after loading. */
-export type Config = Omit<Parsed, 'DATABASE_URL'> & { DATABASE_URL: string };
+export type Config = Omit<Parsed, 'DATABASE_URL'> & { DATABASE_URL: string; /** The model catalogue (MODELS_FILE, or the settings). */ MODELS: ModelCatalogue };
 
 /** Rules between settings. */
 /** Rules between settings; a setting that did not parse is undefined and its rules do not apply. */
@@ -823,6 +837,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const parsed = out as Parsed;
   problems.push(...crossChecks(parsed));
-  if (problems.length) throw new ConfigError(problems);
-  return { ...parsed, DATABASE_URL: parsed.DATABASE_URL ?? `sqlite:${parsed.DATA_DIR.replace(/\/$/, '')}/parley.db` };
+  let models: ModelCatalogue | undefined;
+  if (!problems.length) {
+    try {
+      models = loadModelCatalogue(parsed, env);
+    } catch (err) {
+      if (!(err instanceof ModelFileError)) throw err;
+      problems.push(...err.problems.map((p) => `MODELS_FILE: ${p}`));
+    }
+  }
+  if (problems.length || !models) throw new ConfigError(problems);
+  return { ...parsed, DATABASE_URL: parsed.DATABASE_URL ?? `sqlite:${parsed.DATA_DIR.replace(/\/$/, '')}/parley.db`, MODELS: models };
 }

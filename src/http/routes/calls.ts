@@ -7,9 +7,10 @@ import { HttpError, ValidationFailure, shapeA } from '../errors.js';
 import { passCallsWhenFull } from '../nodeForwarding.js';
 import { callFromOffer } from '../offerCall.js';
 import { callLimited } from '../rateLimits.js';
-import { CallsBody, CallsResponse, type CallsBodyInput } from '../schemas.js';
+import { callSchemas, CallsResponse, type CallsBodyInput } from '../schemas.js';
 
 export const callRoutes = (services: Services): FastifyPluginAsync => async (app) => {
+  const { CallsBody } = callSchemas(services.models.names());
   app.post<{ Body: CallsBodyInput }>(
     '/v1/realtime/calls',
     {
