@@ -64,6 +64,8 @@ export class HeardAudio {
       s.ms = Math.max(0, position - s.startMs);
     }
     for (const c of cut.values()) this.itemMs.set(c.itemId, c.heardMs);
+    // Stretches nothing of which was heard are gone from the playout.
+    for (let i = this.stretches.length - 1; i >= 0 && this.stretches[i]!.ms === 0; i--) this.stretches.pop();
     this.totalMs = position;
     return [...cut.values()];
   }
