@@ -291,11 +291,26 @@ describe('node A bridges its calls to a realtime model on node B', () => {
     cleanups.push(() => mic.stop());
     const session = await sessionAfter(from);
     await until('the upstream session confirmed', () => fromB(session, 'session.updated').length, (n) => n > 0, 30_000);
-    // A's WebRTC sender sends packets only while the agent speaks: those since now are the reply's.
-    const start = (await inboundAudio(client)).packetsReceived;
+    // A's WebRTC sender sends packets only while the agent speaks (its reply's audio comes without
+    // gaps, B sending it ahead): the packets until the first quiet after the reply started are the
+    // reply's, as far as the caller heard it. Sampled throughout (B answers the barge-in too, later).
+    const samples: { at: number; packets: number }[] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        samples.push({ at: performance.now(), packets: (await inboundAudio(client)).packetsReceived });
+        await new Promise((resolve) => setTimeout(resolve, 40));
+      }
+    })();
+    cleanups.push(() => {
+      sampling = false;
+      return sampler;
+    });
+    await until('the sampler started', () => samples.length, (n) => n > 0, 10_000);
+    const start = samples[0]!.packets;
     // A typed question, so that the answer is B's long one whatever a recogniser makes of speech.
     client.send({ type: 'conversation.item.create', item: { content: [{ type: 'input_text', text: 'who are you' }] } });
-    await until('a second of the reply at the caller', () => inboundAudio(client), (s) => s.packetsReceived - start >= 50, 60_000);
+    await until('a second of the reply at the caller', () => samples.at(-1)!.packets - start, (n) => n >= 50, 60_000);
     await mic.say(concat(speak('stop please, stop'), silence(500)));
     const truncate = await found("A's truncation of B's item", () => toB(session, 'conversation.item.truncate')[0], 30_000);
     const truncated = await found(
@@ -304,20 +319,17 @@ describe('node A bridges its calls to a realtime model on node B', () => {
       30_000,
     );
     await client.nextEvent('response.interrupted', 30_000);
-    // The packets of the reply, once A has stopped sending them (two frames of silence end the cut).
-    let last = -1;
-    const settled = await until(
-      'the reply to stop reaching the caller',
-      async () => {
-        const now = (await inboundAudio(client)).packetsReceived;
-        const same = now === last;
-        last = now;
-        return { now, same };
-      },
-      (r) => r.same,
-      30_000,
-    );
-    const receivedMs = (settled.now - start) * 20 - 40;
+    /** The packet count at the first 300 ms without packets once the reply was under way. */
+    const quiet = () => {
+      const begun = samples.findIndex((s) => s.packets > start);
+      for (let i = Math.max(0, begun); i < samples.length; i++) {
+        const still = samples.slice(i).filter((s) => s.packets === samples[i]!.packets);
+        if (still.length > 1 && still.at(-1)!.at - samples[i]!.at >= 300) return samples[i]!.packets;
+      }
+      return undefined;
+    };
+    const heard = await found('the cut reply to stop reaching the caller', quiet, 30_000);
+    const receivedMs = (heard - start) * 20 - 40;
     t.diagnostic(`B's item truncated at ${truncated.audio_end_ms} ms; the caller received ${receivedMs} ms of it; B's own guesses: ${JSON.stringify(fromB(session, 'conversation.item.truncated').map((e) => e.audio_end_ms))}`);
     assert.ok(Math.abs(truncated.audio_end_ms - receivedMs) <= 100, `truncated at ${truncated.audio_end_ms} ms, received ${receivedMs} ms`);
   });
