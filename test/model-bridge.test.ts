@@ -158,7 +158,7 @@ async function found<T>(what: string, fn: () => T | undefined, timeoutMs: number
 const sessionAfter = (from: number) => found('A to open a session on B', () => tap.sessions[from], 30_000);
 const fromB = (s: TapSession, type: string) => s.fromB.filter((e) => e.type === type);
 const toB = (s: TapSession, type: string) => s.toB.filter((e) => e.type === type);
-const assistantItems = (sender: 'user' | 'assistant') => `(o.state.conversationItems ?? []).filter((i) => i.sender === '${sender}')`;
+const items = (sender: 'user' | 'assistant') => `(o.state.conversationItems ?? []).filter((i) => i.sender === '${sender}')`;
 
 async function record(id: string): Promise<Json> {
   return (await http(a.baseUrl, `/v1/realtime/conversations/${id}`, { token: a.devKey })).body;
@@ -166,10 +166,12 @@ async function record(id: string): Promise<Json> {
 
 describe('node A bridges its calls to a realtime model on node B', () => {
   test('the Orga React SDK asks the time and, with the camera on, the colour: B answers both, the picture went up as input_image', async () => {
-    // A red camera, and a microphone asking twice, the second question after the first answer has played.
+    // A red camera, and a microphone asking each question after the answer before has played; the
+    // two are asked twice, since a recogniser on a loaded machine now and then mishears one.
     const clip = join(dir, 'red.y4m');
     execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 'lavfi', '-i', 'color=c=red:s=320x240:r=15:d=20', '-pix_fmt', 'yuv420p', clip]);
-    const mic = speechWav(join(dir, 'orga.wav'), [{ silenceMs: 1500 }, 'what time is it', { silenceMs: 8000 }, 'what color do you see', { silenceMs: 4000 }]);
+    const questions = ['what time is it', { silenceMs: 8000 }, 'what color do you see', { silenceMs: 8000 }];
+    const mic = speechWav(join(dir, 'orga.wav'), [{ silenceMs: 1500 }, ...questions, ...questions]);
     const browser: LaunchedBrowser = await launchBrowser({ fakeMicrophoneWav: mic, fakeCameraY4m: clip });
     cleanups.push(() => browser.close());
     const app = await startOrgaApp(a);
@@ -182,9 +184,8 @@ describe('node A bridges its calls to a realtime model on node B', () => {
       await page.click('#toggle-camera');
       await waitForOrga(page, 'the camera on', 'o.state.isCameraOn');
       await page.click('#enable-mic');
-      const answered = (pattern: string) => `${assistantItems('assistant')}.some((i) => ${pattern}.test(i.content.message))`;
-      await waitForOrga(page, 'the time, answered', answered('/^It is \\d{1,2}:\\d\\d/'), 90_000);
-      const o = await waitForOrga(page, 'the colour, answered', answered('/\\bred\\b/'), 90_000);
+      const answered = (pattern: string) => `${items('assistant')}.some((i) => ${pattern}.test(i.content.message))`;
+      const o = await waitForOrga(page, 'the time and the colour, answered', `${answered('/^It is \\d{1,2}:\\d\\d/')} && ${answered('/\\bred\\b/')}`, 120_000);
       const answers = o.state.conversationItems!.filter((i) => i.sender === 'assistant').map((i) => i.content.message);
       const session = await sessionAfter(from);
       // Both answers are B's: what B said is what the SDK shows.
@@ -196,7 +197,8 @@ describe('node A bridges its calls to a realtime model on node B', () => {
       assert.ok(pictures.length >= 1, 'a picture went up');
       assert.match(pictures[0]!.item.content[0].image_url, /^data:image\/jpeg;base64,\/9j\//);
       assert.ok(toB(session, 'response.create').length >= 1, 'A asked for the replies (after each picture)');
-      assert.equal(toB(session, 'session.update')[0]?.session.audio.input.turn_detection.create_response, false);
+      const detection = toB(session, 'session.update').map((e) => e.session.audio?.input?.turn_detection).filter(Boolean);
+      assert.equal(detection.at(-1).create_response, false, 'with the camera on, A asks for the replies itself');
 
       await page.click('#end');
       // The record: the turns (the user's with the camera's thumbnail), and B's usage summed.
