@@ -204,9 +204,9 @@ describe('node A bridges its calls to a realtime model on node B', () => {
       // The record: the turns (the user's with the camera's thumbnail), and B's usage summed.
       const ended = await until('the record of the ended call', () => record(o.state.conversationId!), (r) => r.state === 'ended' && r.usage !== null, 30_000);
       assert.ok(ended.items.some((i: Json) => i.role === 'user' && i.image), `a user turn with its picture: ${JSON.stringify(ended.items.map((i: Json) => [i.role, i.text, !!i.image]))}`);
-      assert.ok(ended.items.some((i: Json) => i.role === 'assistant' && /^It is \d/.test(i.text)));
+      assert.ok(ended.items.some((i: Json) => i.role === 'assistant' && /^It is \d/.test(i.text)), `the answer in the record: ${JSON.stringify(ended.items.map((i: Json) => [i.role, i.text]))}`);
       const usage = fromB(session, 'response.done').reduce((n, e) => n + (e.response.usage?.output_tokens ?? 0), 0);
-      assert.ok(usage > 0);
+      assert.ok(usage > 0, 'B reported its usage');
       assert.equal(ended.usage.output_tokens, usage, "the call's output tokens are B's, summed");
       const metrics = await (await fetch(`${a.baseUrl}/metrics`)).text();
       assert.ok(Number(/^parley_model_tokens_total\{model="upstream",kind="output"\} (\S+)/m.exec(metrics)?.[1]) >= usage, 'parley_model_tokens_total');

@@ -216,6 +216,8 @@ export class RealtimeBridge implements Agent {
   }
 
   close(): void {
+    // Replies the upstream finished are kept whole in the record, as the caller was hearing them.
+    if (!this.ended) for (const id of [...this.unrecorded.keys()]) this.recordReply(id);
     this.end();
   }
 
@@ -444,12 +446,16 @@ export class RealtimeBridge implements Agent {
     // The caller went on speaking: that turn's end asks for the reply.
     if (this.ended || turn !== this.turns) return;
     if (image) {
+      // The picture goes just before the turn's words, so that they are the turn's last (a model that
+      // reads the last user message reads the question, and sees the picture that came with it).
       const item: MessageItem = { id: newItemId(), type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_image', image, detail: 'auto', source: 'camera' }] };
-      const placed = this.ctx.conversation.add(item);
+      const words = this.ctx.conversation.get(userItemId);
+      const before = words ? this.ctx.conversation.previousOf(userItemId) : undefined;
+      const placed = this.ctx.conversation.add(item, before);
       const previousItemId = placed.ok ? placed.previousItemId : null;
       this.emit({ type: 'item.added', item, previousItemId });
       this.emit({ type: 'item.done', item, previousItemId });
-      this.upstream.addItem(item, previousItemId, 'bridge');
+      this.upstream.addItem(item, words ? before : undefined, 'bridge');
       this.deps.onPicture?.({ sent: true });
       this.forgetOldPictures();
     }
