@@ -88,7 +88,7 @@ export class RealtimeBridge implements Agent {
   /** Turns the caller started (a picture meant for an earlier one is not sent with a later one's reply). */
   private turns = 0;
   /** The client's items, sent up a moment later with the audio that may come with them (transcribeItem). */
-  private readonly clientItems = new Map<string, { item: Item; previousItemId: string | null; audio?: Int16Array }>();
+  private readonly clientItems = new Map<string, { item: Item; audio?: Int16Array }>();
   private readonly unsubscribePlayback: () => void;
   private readonly log: FastifyBaseLogger | undefined;
 
@@ -200,9 +200,9 @@ export class RealtimeBridge implements Agent {
     if (waiting) waiting.audio = pcm;
   }
 
-  itemAdded(item: Item, previousItemId: string | null): void {
+  itemAdded(item: Item): void {
     // The audio of a client's user item comes just after (transcribeItem): the item waits for it.
-    this.clientItems.set(item.id, { item, previousItemId });
+    this.clientItems.set(item.id, { item });
     queueMicrotask(() => this.sendClientItems());
   }
 
@@ -484,7 +484,8 @@ export class RealtimeBridge implements Agent {
 
   private sendClientItems(): void {
     if (this.ended) return;
-    for (const { item, previousItemId, audio } of this.clientItems.values()) this.upstream.addItem(item, previousItemId, 'client', audio);
+    // Appended upstream: the item before it here may be one the upstream was never given.
+    for (const { item, audio } of this.clientItems.values()) this.upstream.addItem(item, undefined, 'client', audio);
     this.clientItems.clear();
   }
 
