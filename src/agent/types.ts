@@ -113,6 +113,8 @@ export interface ModelChooser {
   choose(name: string, exclude?: ReadonlySet<string>): ModelChoice | undefined;
   /** The model `name` stands for, available or not. */
   forced(name: string): ModelChoice;
+  /** Whether the API key may use the model `name` stands for. */
+  allows(name: string, apiKeyId: string): boolean;
   /** The first available fallback of `id` (depth first through their own fallbacks), none of `exclude`. */
   fallbackAfter(id: string, exclude: ReadonlySet<string>): ModelChoice | undefined;
   /** A call's model failed with `code` (the breaker counts it). */

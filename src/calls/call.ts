@@ -213,11 +213,15 @@ export class Call implements CallControl {
     return this.current;
   }
 
-  updateSession(next: Session): void {
+  updateSession(next: Session): Refusal {
+    if (next.model !== this.current.model && !this.opts.models.allows(next.model, this.apiKeyId)) {
+      return { ok: false, code: 'model_not_allowed', message: `This API key may not use the model ${next.model}; GET /v1/realtime/models lists the models it may use.` };
+    }
     this.current = next;
     this.eventAudio?.sessionChanged(next);
     this.host.sessionChanged();
     this.notify((o) => o.sessionChanged?.(this, next));
+    return { ok: true };
   }
 
   decodeImage(bytes: Buffer): Promise<StillImage> {

@@ -696,7 +696,7 @@ export const settings = {
     default: '100',
     parse: int(0, 5000),
   },
-  LLM_BASE_URL: { doc: 'OpenAI-compatible API base (e.g. http://127.0.0.1:11434/v1); when set, orga-1-beta runs its chat completions.', parse: str },
+  LLM_BASE_URL: { doc: 'OpenAI-compatible API base (e.g. http://127.0.0.1:11434/v1); when set (and no MODELS_FILE), the catalogue gets parley-cascade: its chat completions with the node\'s speech recognition and synthesis, the default model (orga-1-beta runs it).', parse: str },
   LLM_API_KEY: { doc: 'Bearer key for LLM_BASE_URL (never logged).', parse: str },
   LLM_MODEL: { doc: 'Model name sent to LLM_BASE_URL.', default: 'gpt-4o-mini', parse: str },
   LLM_IMAGES: {

@@ -39,7 +39,8 @@ function orgaClientProtocol(control: CallControl, send: (message: object) => voi
       if (!result.ok) {
         return error('invalid_session_update', result.detail.map((d) => `${d.loc.slice(1).join('.')}: ${d.msg}`).join('; '), { detail: result.detail });
       }
-      control.updateSession(result.session);
+      const applied = control.updateSession(result.session);
+      if (!applied.ok) return error(applied.code, applied.message);
       send({ type: 'session.updated', session: orgaSessionObject(control.session(), control.id) });
     },
     'response.cancel': () => {
