@@ -1,4 +1,5 @@
 // Wires the parts of a Parley node together from its configuration.
+import { modelNames } from './config/models.js';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiKeyCache } from './auth/keyCache.js';
@@ -223,7 +224,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   const calls = new CallManager({
     conversations: store.conversations,
     models: agents.models,
-    protocols: { orga: orgaProtocol(agents.models.names()), openai: openAiProtocol(sessionDefaults), 'openai-beta': betaDialect(openAiProtocol(sessionDefaults)),
+    protocols: { orga: orgaProtocol(modelNames(config.MODELS)), openai: openAiProtocol(sessionDefaults), 'openai-beta': betaDialect(openAiProtocol(sessionDefaults)),
       'openai-azure': betaDialect(openAiProtocol(sessionDefaults), AZURE_PREVIEW_EVENTS),
     },
     timeouts: {

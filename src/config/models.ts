@@ -332,3 +332,8 @@ export function findModel(catalogue: ModelCatalogue, name: string): ModelEntry |
 export function keyMayUse(entry: ModelEntry, apiKeyId: string): boolean {
   return entry.keys === '*' || entry.keys.includes(apiKeyId);
 }
+
+/** Every id and alias of the catalogue (what the protocols' schemas accept as a model). */
+export function modelNames(catalogue: ModelCatalogue): string[] {
+  return catalogue.entries.flatMap((e) => [e.id, ...e.aliases]);
+}
