@@ -3,6 +3,7 @@
 // converts at its edge); the agent speaks 48 kHz PCM (media/audio/format.ts). What the agent says
 // and hears is kept as items of the call's Conversation, and what happens is told as CallEvents.
 import type { AudioOut } from '../media/audio/format.js';
+import type { CallTrace } from '../observability/callTrace.js';
 import type { StillImage } from '../media/stillImage.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
 import type { Conversation, Item } from '../session/conversation.js';
@@ -30,6 +31,8 @@ export interface AgentContext {
   requestKeyframe?(): boolean;
   /** A user or assistant turn is complete (the record keeps it when the session keeps history). */
   turnCompleted(turn: ConversationTurn): void;
+  /** The call's trace: its turns' spans, and the parent of the upstream requests made for it. */
+  trace?: CallTrace;
 }
 
 /** A reply the client asks for (`response.create`); every field overrides the session for this reply. */
