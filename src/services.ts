@@ -24,6 +24,7 @@ import { EventLoopWatch } from './observability/eventLoop.js';
 import { NodeLoad } from './observability/nodeLoad.js';
 import { EncoderComplexity } from './media/encoderComplexity.js';
 import { ReadinessChecks, type Health } from './observability/readiness.js';
+import { startTracing, type SpanParent } from './observability/tracing.js';
 import { libDataChannelFactory } from './calls/webrtc/peer/libdatachannel.js';
 import { weriftFactory } from './calls/webrtc/peer/werift.js';
 import type { PeerFactory } from './calls/webrtc/peer/types.js';
@@ -44,7 +45,7 @@ import { Teardown } from './system/teardown.js';
 import { databaseHealth } from './storage/db.js';
 import { RedisKeyCallCounts, type KeyCallCounts } from './storage/keyCallCounts.js';
 import { NodeLiveness } from './storage/nodeLiveness.js';
-import { NodeStore, loadOrCreateNodeId } from './storage/nodes.js';
+import { NodeStore, VERSION, loadOrCreateNodeId } from './storage/nodes.js';
 import { CallWebhooks } from './webhooks/callWebhooks.js';
 import { checkWebhookUrl, configuredHttpListener, webhookGuard } from './webhooks/destinations.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
@@ -199,6 +200,13 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   teardown.add('agents', () => agents.close());
   const sessionDefaults = sessionDefaultsOf(config);
   const nodeId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
+  // Traces (when configured): closed after the calls and the webhook dispatcher that make spans,
+  // so a shutdown exports their last spans.
+  const tracing = startTracing(config, log, { nodeId, version: VERSION });
+  if (tracing.enabled) {
+    teardown.add('traces', () => tracing.shutdown());
+    log.info({ sampler: config.OTEL_TRACES_SAMPLER }, 'traces exported over OTLP/HTTP');
+  }
   // Each key's calls counted across the nodes (Redis), renewed at the heartbeat's pace.
   const keyCalls = config.REDIS_URL ? new RedisKeyCallCounts(config.REDIS_URL, nodeId, config.NODE_LOST_AFTER_MS, log) : undefined;
   const admission = admissionOf(config, metrics, () => nodeLoad.overloaded, keyCalls);
@@ -207,7 +215,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     await keyCalls.start(() => admission.callsByKey, config.NODE_HEARTBEAT_MS);
     teardown.add('calls per key across the nodes', () => keyCalls.close());
   }
-  const webhookPublisher = await startWebhooks(config, store, outboundGuard, metrics, log, teardown);
+  const webhookPublisher = await startWebhooks(config, store, outboundGuard, metrics, log, teardown, tracing.root);
   const recordings = new Recordings(
     {
       byDefault: config.RECORDING === 'on',
@@ -240,6 +248,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     admission,
     observers: [() => new CallWebhooks(webhookPublisher, log)],
     recordings,
+    ...(tracing.root ? { traceRoot: tracing.root } : {}),
   });
   const sipRouting = new SipRouting({
     announce: async (call) => (await webhookPublisher.publish(call.apiKeyId, 'realtime.call.incoming', realtimeCallIncomingData(call))) !== undefined,
@@ -373,7 +382,15 @@ function admissionOf(config: Config, metrics: Metrics, overload: () => string | 
 }
 
 /** The webhook deliveries (the dispatcher started) and the publisher that writes their events. */
-async function startWebhooks(config: Config, store: Store & WebhookStores, guard: OutboundGuard, metrics: Metrics, log: FastifyBaseLogger, teardown: Teardown): Promise<WebhookPublisher> {
+async function startWebhooks(
+  config: Config,
+  store: Store & WebhookStores,
+  guard: OutboundGuard,
+  metrics: Metrics,
+  log: FastifyBaseLogger,
+  teardown: Teardown,
+  trace: SpanParent | undefined,
+): Promise<WebhookPublisher> {
   if (config.WEBHOOK_URL) await checkGlobalWebhookUrl(config.WEBHOOK_URL, guard, log);
   await store.webhookEndpoints.syncGlobal();
   const dispatcher = new WebhookDispatcher(
@@ -386,6 +403,7 @@ async function startWebhooks(config: Config, store: Store & WebhookStores, guard
       retryMaxMs: config.WEBHOOK_RETRY_MAX_MS,
       attempted: (outcome) => metrics.webhookAttempts.inc({ outcome }),
       guard,
+      ...(trace ? { trace } : {}),
     },
     log,
   );

@@ -3,6 +3,7 @@
 // converts at its edge); the agent speaks 48 kHz PCM (media/audio/format.ts). What the agent says
 // and hears is kept as items of the call's Conversation, and what happens is told as CallEvents.
 import type { AudioOut } from '../media/audio/format.js';
+import type { CallTrace } from '../observability/callTrace.js';
 import type { StillImage } from '../media/stillImage.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
 import type { Conversation, Item } from '../session/conversation.js';
@@ -36,6 +37,8 @@ export interface AgentContext {
    * The message is for the client: never an upstream's key or raw body.
    */
   modelFailed(failure: { code: string; message: string }): void;
+  /** The call's trace: its turns' spans, and the parent of the upstream requests made for it. */
+  trace?: CallTrace;
 }
 
 /** A reply the client asks for (`response.create`); every field overrides the session for this reply. */

@@ -12,6 +12,7 @@ import type { StillImage } from '../media/stillImage.js';
 import { StreamResampler } from '../media/audio/resample.js';
 import { WIRE_RATE, decodeWireAudio } from '../media/audio/wireAudio.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
+import { NO_CALL_TRACE, type CallTrace } from '../observability/callTrace.js';
 import { AgentHost } from './agentHost.js';
 import { CallMeter, type CallFigures } from './callFigures.js';
 import { CallLifecycle, type CallState, type CallTimeouts } from './lifecycle.js';
@@ -67,12 +68,16 @@ export interface CallOptions {
   timeouts: CallTimeouts;
   rates: CallRates;
   log: FastifyBaseLogger;
+  /** The call's span (traces); none: not traced. */
+  trace?: CallTrace;
 }
 
 export class Call implements CallControl {
   readonly id: string;
   readonly apiKeyId: string;
   readonly conversation: Conversation;
+  /** Its trace: the call's span, its turns' (a no-op when not traced). */
+  readonly trace: CallTrace;
   private current: Session;
   private readonly transport: CallTransport;
   /** The transport's audio inside events, when its wire has no media track. */
@@ -102,6 +107,7 @@ export class Call implements CallControl {
   constructor(private readonly opts: CallOptions) {
     this.id = opts.id;
     this.apiKeyId = opts.apiKeyId;
+    this.trace = opts.trace ?? NO_CALL_TRACE;
     this.transport = opts.transport;
     this.eventAudio = eventAudioOf(opts.transport);
     this.current = opts.session;
@@ -121,6 +127,7 @@ export class Call implements CallControl {
         emit: (event) => this.emit(event),
         turnCompleted: (turn) => this.notify((o) => o.turn?.(this, turn)),
         requestKeyframe: () => this.transport.requestKeyframe?.() ?? false,
+        trace: this.trace,
       },
       opts.models,
       // The caller's audio comes at the rate the agent hears at, converted by the transport.
@@ -310,7 +317,7 @@ export class Call implements CallControl {
   }
 
   logFailure(err: Error): void {
-    this.opts.log.error({ err, conversation: this.id }, 'client message handling failed');
+    this.opts.log.error({ err, conversation: this.id, ...this.trace.logFields }, 'client message handling failed');
   }
 
   /** The call's recording stopped early (callRecording.ts): its client and sideband are told; the call goes on. */
@@ -375,7 +382,7 @@ export class Call implements CallControl {
       try {
         tell(o);
       } catch (err) {
-        this.opts.log.error({ err, conversation: this.id }, 'call observer failed');
+        this.opts.log.error({ err, conversation: this.id, ...this.trace.logFields }, 'call observer failed');
       }
     }
   }
@@ -391,7 +398,7 @@ export class Call implements CallControl {
       const waits: Promise<void>[] = [];
       this.notify((o) => {
         const done = o.ended?.(this);
-        if (done) waits.push(done.catch((err: Error) => this.opts.log.error({ err, conversation: this.id }, 'call observer failed')));
+        if (done) waits.push(done.catch((err: Error) => this.opts.log.error({ err, conversation: this.id, ...this.trace.logFields }, 'call observer failed')));
       });
       await Promise.all(waits);
     })();

@@ -88,6 +88,18 @@ const webhookUrl: Parser<string> = (raw) => {
   return url.toString();
 };
 
+/** A collector's URL: http or https (its credentials go in OTEL_EXPORTER_OTLP_HEADERS, never in the URL: it is not repeated). */
+const otlpUrl: Parser<string> = (raw) => {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new Error('expected an http(s) URL such as http://otel-collector:4318');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('expected an http(s) URL such as http://otel-collector:4318');
+  return raw.trim();
+};
+
 /** The secret is never repeated in the message. */
 const webhookSecret: Parser<string> = (raw) => {
   if (!isWebhookSecret(raw)) throw new Error('expected whsec_ followed by base64 of at least 24 bytes');
@@ -296,6 +308,34 @@ export const settings = {
     doc: 'Logs (on stderr): auto is readable lines when stderr is a terminal and JSON (one object a line) otherwise; json or pretty force one. Secrets are redacted in both.',
     default: 'auto',
     parse: oneOf('auto', 'json', 'pretty'),
+  },
+  OTEL_TRACES_EXPORTER: {
+    doc: 'OpenTelemetry traces (a span per call, per turn with a child per stage, per upstream model request and per webhook delivery), exported over OTLP/HTTP: otlp turns them on (to http://localhost:4318 unless an endpoint is set), none turns them off whatever else is set. Unset: on exactly when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set.',
+    parse: (raw: string) => (raw.trim() === '' ? undefined : oneOf('otlp', 'none')(raw.trim())),
+  },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    doc: "The OTLP/HTTP collector's base URL (e.g. http://otel-collector:4318); traces go to its /v1/traces. Setting it turns traces on. Parley's exporter sends JSON (http/json), which a collector's otlp receiver takes on its HTTP port. The other OTEL_EXPORTER_OTLP_* settings (HEADERS, TIMEOUT, COMPRESSION, CERTIFICATE…) are read by the OpenTelemetry SDK as it documents them.",
+    parse: otlpUrl,
+  },
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { doc: 'The full URL traces are posted to (taken as it is, no /v1/traces added); wins over OTEL_EXPORTER_OTLP_ENDPOINT. Setting it turns traces on.', parse: otlpUrl },
+  OTEL_EXPORTER_OTLP_HEADERS: { doc: "Headers sent with each export, key=value pairs separated by commas (a collector's API key: never logged).", parse: str },
+  OTEL_SERVICE_NAME: { doc: "The traces' service.name.", default: 'parley', parse: str },
+  OTEL_RESOURCE_ATTRIBUTES: { doc: 'More resource attributes of the traces, key=value pairs separated by commas (deployment.environment=prod,…); service.name here wins over OTEL_SERVICE_NAME. Each node adds service.instance.id (its NODE_ID).', parse: str },
+  OTEL_TRACES_SAMPLER: {
+    doc: 'Which traces are kept: parentbased_always_on (every call), always_on, always_off, traceidratio or parentbased_traceidratio (a share of the calls, OTEL_TRACES_SAMPLER_ARG), parentbased_always_off. A call is kept or dropped whole.',
+    default: 'parentbased_always_on',
+    parse: oneOf('always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'),
+  },
+  OTEL_TRACES_SAMPLER_ARG: { doc: 'The share of traces the ratio samplers keep, 0 to 1.', default: '1', parse: num(0, 1) },
+  OTEL_BSP_SCHEDULE_DELAY: { doc: 'Milliseconds between two exports of the finished spans.', default: '5000', parse: int(10, 600_000) },
+  OTEL_BSP_MAX_QUEUE_SIZE: { doc: 'Finished spans held for export at most; past it new ones are dropped (a collector away loses spans, never the calls).', default: '2048', parse: int(1, 1_000_000) },
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: { doc: 'Spans in one export at most (no more than OTEL_BSP_MAX_QUEUE_SIZE).', default: '512', parse: int(1, 1_000_000) },
+  OTEL_BSP_EXPORT_TIMEOUT: { doc: 'Milliseconds one export may take before it is given up.', default: '30000', parse: int(100, 600_000) },
+  OTEL_SDK_DISABLED: { doc: 'true: no traces, whatever the other OTEL_* settings say.', default: 'false', parse: bool },
+  OTEL_TRACE_CONTENT: {
+    doc: "Parley's own: true puts what the caller said (the turn's transcript) on its turn span. Off, spans carry timings, ids and outcomes, never words; audio is never put in a span.",
+    default: 'false',
+    parse: bool,
   },
   DATA_DIR: { doc: 'Directory for the SQLite file and generated local secrets.', default: './data', parse: str },
   DATABASE_URL: {
@@ -815,6 +855,7 @@ function crossChecks(c: Parsed): string[] {
   if (c.OPUS_MIN_COMPLEXITY > c.OPUS_COMPLEXITY) problems.push('OPUS_MIN_COMPLEXITY: must be at most OPUS_COMPLEXITY');
   if (c.NODE_LOST_AFTER_MS < 2 * c.NODE_HEARTBEAT_MS) problems.push('NODE_LOST_AFTER_MS: must be at least twice NODE_HEARTBEAT_MS');
   if (c.HTTP_REQUEST_TIMEOUT_MS < c.HTTP_HEADERS_TIMEOUT_MS) problems.push('HTTP_REQUEST_TIMEOUT_MS: must be at least HTTP_HEADERS_TIMEOUT_MS');
+  if (c.OTEL_BSP_MAX_EXPORT_BATCH_SIZE > c.OTEL_BSP_MAX_QUEUE_SIZE) problems.push('OTEL_BSP_MAX_EXPORT_BATCH_SIZE: must not exceed OTEL_BSP_MAX_QUEUE_SIZE');
   if ((c.WEBHOOK_URL === undefined) !== (c.WEBHOOK_SECRET === undefined)) problems.push('WEBHOOK_URL: webhooks need both WEBHOOK_URL and WEBHOOK_SECRET');
   return problems;
 }
