@@ -337,7 +337,11 @@ export const settings = {
     default: 'false',
     parse: bool,
   },
-  DATA_DIR: { doc: 'Directory for the SQLite file and generated local secrets.', default: './data', parse: str },
+  DATA_DIR: {
+    doc: "Directory for the SQLite file, generated local secrets and Parley's coturn files. One server per directory: a second `parley serve` on a DATA_DIR in use says so and exits with code 1, leaving the first alone (the lock on DATA_DIR/server.lock ends with the process that holds it). The CLI's other commands run beside a server.",
+    default: './data',
+    parse: str,
+  },
   DATABASE_URL: {
     doc: 'sqlite:<path> (embedded, default <DATA_DIR>/parley.db) or postgres://user@host/db.',
     parse: databaseUrl,
