@@ -18,7 +18,7 @@ import { CallLifecycle, type CallState, type CallTimeouts } from './lifecycle.js
 import { TokenBucket } from '../system/tokenBucket.js';
 import type { CallControl, ClientProtocol, ProtocolFactory } from './protocol/types.js';
 import { Sidebands } from './sideband.js';
-import { eventAudioOf, type CallTransport, type EventAudio, type MessageChannel } from './transport.js';
+import { eventAudioOf, type CallTransport, type EventAudio, type MessageChannel, type WireOutcome } from './transport.js';
 
 /** Events held while the client's channel is not open yet (on a wire that has one). */
 const PENDING_EVENTS_LIMIT = 200;
@@ -169,9 +169,9 @@ export class Call implements CallControl {
     return this.firstConnectedAt;
   }
 
-  /** An outbound phone call's final INVITE status (200, 486 busy, 487 unanswered…); undefined for others. */
-  get sipStatus(): number | undefined {
-    return this.transport.sipStatus;
+  /** What its wire said of it, when it says anything (an outbound phone call's final INVITE status). */
+  get wireOutcome(): WireOutcome | undefined {
+    return this.transport.outcome;
   }
 
   /** Which wire carries the call (`webrtc`…). */
