@@ -234,7 +234,8 @@ export function openAiProtocol(defaults: SessionDefaults) {
       'session.update': (e) => {
         const result = applyOpenAiSession(control.session(), e.session, defaults.turnDetection);
         if (!result.ok) return result.problem;
-        control.updateSession(result.session);
+        const applied = control.updateSession(result.session);
+        if (!applied.ok) return { code: applied.code, message: applied.message, param: 'session.model' };
         emit({ type: 'session.updated', session: sessionObject() });
       },
       'input_audio_buffer.append': (e) => {
