@@ -373,7 +373,7 @@ function admissionOf(config: Config, metrics: Metrics, overload: () => string | 
       maxCallsPerKey: config.MAX_CALLS_PER_KEY,
       maxHalfOpenPerKey: config.MAX_HALF_OPEN_CALLS_PER_KEY,
       maxCallsPerToken: config.MAX_CALLS_PER_TOKEN,
-      maxHalfOpenSip: config.SIP_MAX_HALF_OPEN_CALLS,
+      ownHalfOpen: { sip: config.SIP_MAX_HALF_OPEN_CALLS },
     },
     (counts) => metrics.halfOpenCalls.set(counts.halfOpen),
     overload,

@@ -19,7 +19,7 @@ import { CallLifecycle, type CallState, type CallTimeouts } from './lifecycle.js
 import { TokenBucket } from '../system/tokenBucket.js';
 import type { CallControl, ClientProtocol, ProtocolFactory } from './protocol/types.js';
 import { Sidebands } from './sideband.js';
-import { eventAudioOf, type CallTransport, type EventAudio, type MessageChannel } from './transport.js';
+import { eventAudioOf, type CallTransport, type EventAudio, type MessageChannel, type WireOutcome } from './transport.js';
 
 /** Events held while the client's channel is not open yet (on a wire that has one). */
 const PENDING_EVENTS_LIMIT = 200;
@@ -63,8 +63,8 @@ export interface CallOptions {
   conversation: Conversation;
   /** The catalogue's models: which agent runs the session's model, and its fallbacks. */
   models: ModelChooser;
-  /** The event protocol the client speaks, chosen from its request. */
-  protocol: ProtocolFactory;
+  /** The event protocol the client speaks, chosen from its request; none on a wire with no client channel. */
+  protocol?: ProtocolFactory;
   timeouts: CallTimeouts;
   rates: CallRates;
   log: FastifyBaseLogger;
@@ -84,7 +84,8 @@ export class Call implements CallControl {
   private readonly eventAudio: EventAudio | undefined;
   private readonly lifecycle: CallLifecycle;
   private readonly host: AgentHost;
-  private readonly protocol: ClientProtocol;
+  /** Speaks to the client's channel; undefined on a wire that has none. */
+  private readonly protocol: ClientProtocol | undefined;
   private channel: MessageChannel | undefined;
   private pending: CallEvent[] = [];
   private finished: Promise<void> | undefined;
@@ -117,7 +118,7 @@ export class Call implements CallControl {
     this.replyRate = new TokenBucket(repliesPerSecond, Math.max(3, 2 * repliesPerSecond));
     this.sidebands = new Sidebands(this, { messagesPerSecond, connections: sidebands });
     this.lifecycle = new CallLifecycle(opts.timeouts, (state, reason) => void this.close(state, reason));
-    this.protocol = opts.protocol(this, (message) => this.channel?.send(JSON.stringify(message)));
+    this.protocol = opts.protocol?.(this, (message) => this.channel?.send(JSON.stringify(message)));
     this.host = new AgentHost(
       {
         conversationId: this.id,
@@ -177,9 +178,9 @@ export class Call implements CallControl {
     return this.firstConnectedAt;
   }
 
-  /** An outbound phone call's final INVITE status (200, 486 busy, 487 unanswered…); undefined for others. */
-  get sipStatus(): number | undefined {
-    return this.transport.sipStatus;
+  /** What its wire said of it, when it says anything (an outbound phone call's final INVITE status). */
+  get wireOutcome(): WireOutcome | undefined {
+    return this.transport.outcome;
   }
 
   /** The catalogue model running the call now (a fallback's, after its model failed). */
@@ -337,17 +338,20 @@ export class Call implements CallControl {
 
   /** The transport's event channel: the protocol greets on it and hears the client through it. */
   private onChannel(channel: MessageChannel): void {
+    const protocol = this.protocol;
+    // The call manager gives every wire with a client channel its protocol.
+    if (!protocol) return channel.close();
     this.channel = channel;
     channel.onMessage((text) => {
       if (this.channel !== channel) return;
       this.lifecycle.activity();
-      if (this.messageRate.take()) this.protocol.receive(text);
+      if (this.messageRate.take()) protocol.receive(text);
       else this.overMessageRate();
     });
-    this.protocol.opened();
-    for (const event of this.pending.splice(0)) this.protocol.deliver(event);
+    protocol.opened();
+    for (const event of this.pending.splice(0)) protocol.deliver(event);
     // A channel that opens in the moment between the call's end and its transport's close is told too.
-    if (this.lifecycle.ended) this.protocol.ended(this.lifecycle.endReason!);
+    if (this.lifecycle.ended) protocol.ended(this.lifecycle.endReason!);
   }
 
   /** An event over the client's rate is dropped unread; the client hears so, once a second at most. */
@@ -371,7 +375,7 @@ export class Call implements CallControl {
     this.notify((o) => o.event?.(this, event));
     this.sidebands.deliver(event);
     if (!this.sidebands.forClient(event)) return;
-    if (this.channel) this.protocol.deliver(event);
+    if (this.channel) this.protocol?.deliver(event);
     // A wire with no client channel (a phone) will never read them.
     else if (this.transport.offers.clientChannel && this.pending.length < PENDING_EVENTS_LIMIT) this.pending.push(event);
   }
@@ -390,7 +394,7 @@ export class Call implements CallControl {
   /** The end, once: tell the client, stop the agent, close the transport, then the observers. */
   private close(state: 'ended' | 'failed', reason: string): Promise<void> {
     this.host.close();
-    if (this.channel) this.protocol.ended(reason);
+    if (this.channel) this.protocol?.ended(reason);
     this.sidebands.ended(reason);
     this.finished = (async () => {
       await this.transport.close(reason);

@@ -314,10 +314,10 @@ export const settings = {
     parse: (raw: string) => (raw.trim() === '' ? undefined : oneOf('otlp', 'none')(raw.trim())),
   },
   OTEL_EXPORTER_OTLP_ENDPOINT: {
-    doc: "The OTLP/HTTP collector's base URL (e.g. http://otel-collector:4318); traces go to its /v1/traces. Setting it turns traces on. Parley's exporter sends JSON (http/json), which a collector's otlp receiver takes on its HTTP port. The other OTEL_EXPORTER_OTLP_* settings (HEADERS, TIMEOUT, COMPRESSION, CERTIFICATE…) are read by the OpenTelemetry SDK as it documents them.",
+    doc: "The OTLP/HTTP collector's base URL (e.g. http://otel-collector:4318); traces go to its v1/traces path. Setting it turns traces on. Parley's exporter sends JSON (http/json), which a collector's otlp receiver takes on its HTTP port. The other OTEL_EXPORTER_OTLP_* settings (HEADERS, TIMEOUT, COMPRESSION, CERTIFICATE…) are read by the OpenTelemetry SDK as it documents them.",
     parse: otlpUrl,
   },
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { doc: 'The full URL traces are posted to (taken as it is, no /v1/traces added); wins over OTEL_EXPORTER_OTLP_ENDPOINT. Setting it turns traces on.', parse: otlpUrl },
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { doc: 'The full URL traces are posted to (taken as it is, no path added); wins over OTEL_EXPORTER_OTLP_ENDPOINT. Setting it turns traces on.', parse: otlpUrl },
   OTEL_EXPORTER_OTLP_HEADERS: { doc: "Headers sent with each export, key=value pairs separated by commas (a collector's API key: never logged).", parse: str },
   OTEL_SERVICE_NAME: { doc: "The traces' service.name.", default: 'parley', parse: str },
   OTEL_RESOURCE_ATTRIBUTES: { doc: 'More resource attributes of the traces, key=value pairs separated by commas (deployment.environment=prod,…); service.name here wins over OTEL_SERVICE_NAME. Each node adds service.instance.id (its NODE_ID).', parse: str },
