@@ -720,7 +720,7 @@ export const settings = {
     parse: oneOf('pocketsphinx', 'http'),
   },
   STT_WORKERS: {
-    doc: 'Worker threads running the built-in speech recogniser (each holds its decoders; about one per core is right).',
+    doc: 'Worker processes running the built-in speech recogniser, started with the node and shared by every call (each holds its decoders, about 100 MB; about one per core is right).',
     default: '2',
     parse: int(1, 32),
   },
