@@ -188,6 +188,7 @@ const session = {
 };
 const agent = agents.registry.factoryFor(MODEL).create({
   conversationId: 'conv_bench',
+  apiKeyId: 'key_bench',
   session: () => session,
   audio,
   conversation,

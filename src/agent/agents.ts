@@ -61,7 +61,7 @@ export function createAgents(config: Config, log: FastifyBaseLogger, metrics?: M
   if (stages) {
     const models = new Map(VOICE_ENGINES.map((engine) => [engine, replyModelFor(engine, config)] as const));
     // The node's picture decoder: every call's camera and images share its bound.
-    const stills = new StillDecoder({ concurrency: config.VISION_DECODE_CONCURRENCY, longSide: config.VISION_IMAGE_LONG_SIDE });
+    const stills = new StillDecoder({ concurrency: config.VISION_DECODE_CONCURRENCY, longSide: config.VISION_IMAGE_LONG_SIDE, timeoutMs: config.VISION_DECODE_TIMEOUT_MS });
     const voice = voiceAgentFactory({
       stages,
       prepareReplyAfterMs: config.PREPARE_REPLY_AFTER_MS,
