@@ -1,6 +1,6 @@
 // The node's load: one figure from 0 (idle) up, where 1 is a node that cannot keep up, sampled each
 // second from what the node can see: how busy its event loop is (every call's media clock, data
-// channel and HTTP run there), how busy the machine's cores are (the speech engines' worker threads
+// channel and HTTP run there), how busy the machine's cores are (the speech recogniser's worker processes
 // and helper processes, and anything else on the machine: a call's audio is late when the cores are
 // taken, whoever took them — LiveKit's agent workers measure the machine's CPU the same way), and
 // how late the loop ran. Above LOAD_THRESHOLD the node takes no new calls

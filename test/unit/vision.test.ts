@@ -123,6 +123,34 @@ describe('the still decoder (ffmpeg)', () => {
     assert.equal(d.figures().failed, 4);
   });
 
+  test('shared fairly per key: a key holds all slots but one and may have 4 waiting, refused past that; another key starts at once', async () => {
+    const d = new StillDecoder({ concurrency: 2, longSide: 64 });
+    const frame = vp8Keyframe('white', '160x120');
+    const outcome = (p: Promise<unknown>) => p.then(() => 'ok', (err: StillImageError) => err.code);
+    const flood = Array.from({ length: 7 }, () => outcome(d.decode({ kind: 'vp8', frame }, 'key_a')));
+    assert.deepEqual(d.figures(), { decoded: 0, failed: 2, running: 1, waiting: 4 }, 'A: one running (the other slot kept for other keys), four waiting, two refused');
+    const other = outcome(d.decode({ kind: 'vp8', frame }, 'key_b'));
+    assert.equal(d.figures().running, 2, "B's picture starts at once");
+    assert.deepEqual(await Promise.all(flood), ['ok', 'ok', 'ok', 'ok', 'ok', 'decoder_busy', 'decoder_busy']);
+    assert.equal(await other, 'ok');
+  });
+
+  test('a freed slot goes to the waiting key with the fewest running, the one served longest ago among equals', async () => {
+    const d = new StillDecoder({ concurrency: 1, longSide: 64 });
+    const frame = vp8Keyframe('white', '160x120');
+    const order: string[] = [];
+    const decode = (key: string, n: number) => d.decode({ kind: 'vp8', frame }, key).then(() => order.push(`${key}${n}`));
+    const all = [decode('a', 1), decode('a', 2), decode('a', 3), decode('b', 1), decode('c', 1), decode('b', 2)];
+    await Promise.all(all);
+    assert.deepEqual(order, ['a1', 'b1', 'c1', 'a2', 'b2', 'a3'], 'in turn, not in order of arrival');
+  });
+
+  test('a decode past its timeout is decode_timeout, which is the server being busy', async () => {
+    const d = new StillDecoder({ concurrency: 1, longSide: 64, timeoutMs: 1 });
+    await assert.rejects(d.decode({ kind: 'vp8', frame: vp8Keyframe('white', '160x120') }), (err) => err instanceof StillImageError && err.code === 'decode_timeout' && err.serverBusy);
+    await assert.rejects(decoder().decode({ kind: 'image', bytes: Buffer.from('not a picture') }, 'k'), (err) => err instanceof StillImageError && err.code === 'decode_failed' && !err.serverBusy);
+  });
+
   test('concurrency is bounded: a few wait, the rest are refused at once', async () => {
     const d = new StillDecoder({ concurrency: 1, longSide: 64 });
     const frame = vp8Keyframe('white', '160x120');
@@ -248,14 +276,14 @@ describe('pictures in model requests', () => {
 });
 
 describe("input_image on OpenAI's protocol", () => {
-  test('the events after an image wait for its decode and keep their order; a busy decoder is server_busy', async () => {
+  test('the events after an image wait for its decode and keep their order; a busy decoder or a decode timed out is server_busy, a picture that is none invalid_image', async () => {
     const calls: string[] = [];
     let release: (image: StillImage) => void = () => {};
-    let busy = false;
+    let failure: StillImageError | undefined;
     const control = {
       audioInEvents: false,
       conversation: { get: () => undefined },
-      decodeImage: () => (busy ? Promise.reject(new StillImageError('decoder_busy', 'busy')) : new Promise<StillImage>((resolve) => (release = resolve))),
+      decodeImage: () => (failure ? Promise.reject(failure) : new Promise<StillImage>((resolve) => (release = resolve))),
       addItem: (item: Item) => (calls.push(`add ${item.type === 'message' ? item.content.map((c) => c.type).join('+') : item.type}`), { ok: true, previousItemId: null }),
       createResponse: () => (calls.push('respond'), { ok: true }),
       logFailure: (err: Error) => calls.push(`failure ${err.message}`),
@@ -269,9 +297,19 @@ describe("input_image on OpenAI's protocol", () => {
     release({ jpeg: Buffer.from([0xff, 0xd8]), thumbnail: Buffer.alloc(0), width: 1, height: 1, swatch: new Uint8Array(3) });
     await until('both handled', () => calls.length, (n) => n >= 2);
     assert.deepEqual(calls, ['add input_text+input_image', 'respond']);
-    busy = true;
-    protocol.receive(image());
-    await until('the refusal', () => sent.filter((m) => m.type === 'error').length, (n) => n >= 1);
-    assert.deepEqual(sent.filter((m) => m.type === 'error').map((m) => [m.error.type, m.error.code, m.error.event_id]), [['server_error', 'server_busy', 'img']]);
+    for (const [i, code] of (['decoder_busy', 'decode_timeout', 'decode_failed', 'too_large'] as const).entries()) {
+      failure = new StillImageError(code, code);
+      protocol.receive(image());
+      await until(`the refusal for ${code}`, () => sent.filter((m) => m.type === 'error').length, (n) => n > i);
+    }
+    assert.deepEqual(
+      sent.filter((m) => m.type === 'error').map((m) => [m.error.type, m.error.code, m.error.event_id]),
+      [
+        ['server_error', 'server_busy', 'img'],
+        ['server_error', 'server_busy', 'img'],
+        ['invalid_request_error', 'invalid_image', 'img'],
+        ['invalid_request_error', 'invalid_image', 'img'],
+      ],
+    );
   });
 });

@@ -10,6 +10,7 @@ import { imageDataUrl, newItemId, type ContentPart, type Item } from '../../sess
 import type { CallEvent, ResponseInfo } from '../../session/events.js';
 import type { SessionDefaults } from '../../session/session.js';
 import { MAX_AUDIO_MESSAGE_BYTES, MAX_MESSAGE_BYTES, readClientMessage } from './message.js';
+import { StillImageError } from '../../media/stillImage.js';
 import { applyOpenAiSession, openAiSessionObject, paramProblem, ToolChoiceSchema, toolChoiceOf, type ParamProblem } from './openaiSession.js';
 import type { CallControl, ClientProtocol } from './types.js';
 
@@ -170,8 +171,8 @@ async function itemWithImages(w: WireItem, control: CallControl): Promise<Item> 
       const image = await control.decodeImage(bytes);
       parts.push({ type: 'input_image', image, detail: c.detail ?? 'auto', source: 'client' });
     } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (code === 'decoder_busy') throw problem('server_busy', (err as Error).message, 'item.content.image_url', 'server_error');
+      // A full decoder or a decode timed out is the server's state, not the client's picture.
+      if (err instanceof StillImageError && err.serverBusy) throw problem('server_busy', err.message, 'item.content.image_url', 'server_error');
       throw problem('invalid_image', `input_image could not be read as an image: ${(err as Error).message}`, 'item.content.image_url');
     }
   }
