@@ -76,8 +76,19 @@ export class UacInvite {
     return `${this.target.from};tag=${this.fromTag}`;
   }
 
-  /** Sends the INVITE (again, with `authorization`, after a challenge). */
-  start(authorization?: [string, string]): void {
+  start(): void {
+    this.send();
+  }
+
+  /** Gives up: CANCEL once the callee said something (at once if it has); nothing once it answered or failed. */
+  giveUp(): void {
+    if (this.cancel !== 'none') return;
+    this.cancel = 'wanted';
+    if (this.tx?.state === 'proceeding') this.sendCancel();
+  }
+
+  /** Sends the INVITE in a new transaction (again, with `authorization`, after a challenge). */
+  private send(authorization?: [string, string]): void {
     const { core, invites } = this.parts;
     const { peer, uri } = this.target;
     const branch = newBranch();
@@ -97,13 +108,6 @@ export class UacInvite {
     this.tx = invites.start(peer, { branch, uri, headers, body: this.content.body }, { response: (res) => this.response(res), timedOut: () => this.events.failed(408, 'timeout') });
   }
 
-  /** Gives up: CANCEL once the callee said something (at once if it has); nothing once it answered or failed. */
-  giveUp(): void {
-    if (this.cancel !== 'none') return;
-    this.cancel = 'wanted';
-    if (this.tx?.state === 'proceeding') this.sendCancel();
-  }
-
   private response(res: SipResponse): void {
     if (res.status < 200) {
       if (this.cancel === 'wanted') this.sendCancel();
@@ -118,7 +122,7 @@ export class UacInvite {
       if (answer) {
         this.challenged = true;
         this.cseq++;
-        return this.start([res.status === 401 ? 'Authorization' : 'Proxy-Authorization', answer]);
+        return this.send([res.status === 401 ? 'Authorization' : 'Proxy-Authorization', answer]);
       }
     }
     this.events.failed(res.status, 'response');
