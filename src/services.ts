@@ -1,4 +1,5 @@
 // Wires the parts of a Parley node together from its configuration.
+import { modelNames } from './config/models.js';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiKeyCache } from './auth/keyCache.js';
@@ -8,7 +9,7 @@ import { TokenService } from './auth/tokens.js';
 import { createAgents } from './agent/agents.js';
 import type { EngineHealth } from './agent/health.js';
 import { endpointingDefaults } from './agent/providers.js';
-import type { AgentRegistry } from './agent/registry.js';
+import type { ModelRouter } from './agent/modelRouter.js';
 import { Admission } from './calls/admission.js';
 import { CallManager } from './calls/callManager.js';
 import { RevocationWatcher } from './calls/revocationWatcher.js';
@@ -66,7 +67,8 @@ export interface Services extends Store, WebhookStores {
   webrtc: WebRtcTransports;
   /** Who may open another call (node, half-open, per-key and per-token limits). */
   admission: Admission;
-  agents: AgentRegistry;
+  /** The catalogue's models: who may use which, what runs each, their breakers. */
+  models: ModelRouter;
   /** Session defaults from the configuration (turn detection). */
   sessionDefaults: SessionDefaults;
   /**
@@ -194,7 +196,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   // listeners are among what they may not reach, this node's HTTP port once it is known.
   let httpListener: Listener | undefined = configuredHttpListener(config);
   const outboundGuard = webhookGuard(config, nodeStore, () => httpListener);
-  const agents = createAgents(config, log, metrics, outboundGuard);
+  const agents = createAgents(config, log, { metrics, mcpGuard: outboundGuard });
   teardown.add('agents', () => agents.close());
   const sessionDefaults = sessionDefaultsOf(config);
   const nodeId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
@@ -229,8 +231,8 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   teardown.add('recordings retention and disk guard', () => recordings.stop());
   const calls = new CallManager({
     conversations: store.conversations,
-    agentFor: (model) => agents.registry.factoryFor(model),
-    protocols: { orga: orgaProtocol, openai: openAiProtocol(sessionDefaults), 'openai-beta': betaDialect(openAiProtocol(sessionDefaults)),
+    models: agents.models,
+    protocols: { orga: orgaProtocol(modelNames(config.MODELS)), openai: openAiProtocol(sessionDefaults), 'openai-beta': betaDialect(openAiProtocol(sessionDefaults)),
       'openai-azure': betaDialect(openAiProtocol(sessionDefaults), AZURE_PREVIEW_EVENTS),
     },
     timeouts: {
@@ -302,6 +304,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   readiness.register('node', () => (calls.isDraining ? { state: 'failed', detail: 'shutting down' } : { state: 'ready' }));
   readiness.register('turn', () => turnReadiness(turn.health()));
   readiness.register('speech', () => speechReadiness(agents.health()));
+  readiness.register('models', () => modelsReadiness(agents.models.health()));
   return {
     ...store,
     config,
@@ -328,7 +331,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
       sipAddress = address;
       await liveness.heartbeatNow();
     },
-    agents: agents.registry,
+    models: agents.models,
     sessionDefaults,
     turn,
     iceServers: iceServersOf(config, { stun, turn, turnKeys, turnSecrets: store.turnSecrets }),
@@ -370,7 +373,7 @@ function admissionOf(config: Config, metrics: Metrics, overload: () => string | 
       maxCallsPerKey: config.MAX_CALLS_PER_KEY,
       maxHalfOpenPerKey: config.MAX_HALF_OPEN_CALLS_PER_KEY,
       maxCallsPerToken: config.MAX_CALLS_PER_TOKEN,
-      maxHalfOpenSip: config.SIP_MAX_HALF_OPEN_CALLS,
+      ownHalfOpen: { sip: config.SIP_MAX_HALF_OPEN_CALLS },
     },
     (counts) => metrics.halfOpenCalls.set(counts.halfOpen),
     overload,
@@ -473,6 +476,13 @@ function turnReadiness(h: TurnHealth): Health {
 }
 
 /** The speech engines, the worst first: the voice agent needs them all. */
+/** Degraded while a model is passed over (its calls go to its fallback); a model that cannot run here is named. */
+function modelsReadiness(models: Record<string, EngineHealth>): Health {
+  const troubled = Object.entries(models).filter(([, h]) => h.state !== 'ready');
+  if (!troubled.length) return { state: 'ready' };
+  return { state: 'degraded', detail: troubled.map(([id, h]) => `${id}: ${h.detail ?? h.state}`).join('; ') };
+}
+
 function speechReadiness(engines: Record<string, EngineHealth>): Health {
   const entries = Object.entries(engines);
   if (!entries.length) return { state: 'failed', detail: 'speech engines unavailable: run scripts/setup.sh --runtime' };

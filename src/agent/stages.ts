@@ -9,7 +9,7 @@ import { createNoiseSuppressor, type NoiseSuppressor } from './noise/suppressor.
 import { createRecognizer, createSpeechEngine, createVadProvider, type StageConfig } from './providers.js';
 import type { Recognizer } from './stt/types.js';
 import { Speaker } from './tts/speaker.js';
-import type { SpokenChunk } from './tts/types.js';
+import type { SpeechEngine, SpokenChunk } from './tts/types.js';
 import { createTurnDetector } from './turn/detector.js';
 import type { EndpointingOptions, TurnDetector, TurnListener } from './turn/types.js';
 
@@ -75,6 +75,24 @@ export function createVoiceStages(config: StageConfig): VoiceStages {
     close: async () => {
       await recognizer.close();
       await engine.close?.();
+    },
+  };
+}
+
+/**
+ * The same turn detection and noise suppression with another recogniser or speech engine (a cascade
+ * model of the catalogue with its own STT or TTS service); closing it closes only those engines.
+ */
+export function withEngines(stages: VoiceStages, engines: { recognizer?: Recognizer | undefined; speech?: SpeechEngine | undefined }): VoiceStages {
+  const { recognizer, speech } = engines;
+  return {
+    ...stages,
+    ...(recognizer ? { recognizer } : {}),
+    ...(speech ? { speaker: (voice: string, signal: AbortSignal) => new Speaker(speech, { voice, signal }) } : {}),
+    health: () => ({ ...stages.health(), ...(recognizer ? { stt: recognizer.health() } : {}), ...(speech ? { tts: speech.health() } : {}) }),
+    close: async () => {
+      await recognizer?.close();
+      await speech?.close?.();
     },
   };
 }

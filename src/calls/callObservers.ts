@@ -16,7 +16,7 @@ export function callLog(log: FastifyBaseLogger): CallObserver {
       if (event.recoverable) log.warn(fields, 'call stage failed');
       else log.error(fields, 'call stage failed; the call ends');
     },
-    ended: (call) => log.info({ conversation: call.id, state: call.state, reason: call.endReason, ...call.figures(), ...call.trace.logFields }, 'call ended'),
+    ended: (call) => log.info({ conversation: call.id, state: call.state, reason: call.endReason, ...(call.wireOutcome ? { wire: call.wireOutcome } : {}), ...call.figures(), ...call.trace.logFields }, 'call ended'),
   };
 }
 

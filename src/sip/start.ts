@@ -17,7 +17,7 @@ import { RelayedListener, relayedPorts } from './clusterRelay.js';
 import { SipBindError, SipSockets, type ListenerEvents, type SipSocketOptions } from './listener.js';
 import { hostPort } from './responses.js';
 import { SipServer } from './sipServer.js';
-import type { RegistrationState } from './outboundRegistrations.js';
+import type { RegistrationState } from './options.js';
 import type { Health } from '../observability/readiness.js';
 
 export interface SipDoor {

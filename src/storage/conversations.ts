@@ -21,11 +21,25 @@ export interface ConversationRecord {
   recording: RecordingState | null;
   /** The front door it came through (webrtc, websocket, sip); null on old records. */
   transport: string | null;
-  /** An outbound SIP call's final INVITE status (200 answered, 486 busy, 487 unanswered…); null otherwise. */
-  sipStatus: number | null;
+  /** What its wire said of it, when it said anything (an outbound SIP call's final INVITE status); null otherwise. */
+  outcome: RecordedOutcome | null;
   /** Its usage and quality at its end (calls/callFigures.ts); null before, or when none were recorded. */
   usage: Record<string, unknown> | null;
   quality: Record<string, unknown> | null;
+}
+
+/**
+ * What a call's wire said of it, in its own terms (calls/transport.ts's WireOutcome): stored, and
+ * shown in the API and webhooks, as `sip_status` for the one wire that says anything, SIP.
+ */
+export interface RecordedOutcome {
+  wire: string;
+  code: number;
+}
+
+/** The `sip_status` the API and webhooks show for an outcome: a SIP call's final INVITE status, else null. */
+export function sipStatusOf(outcome: RecordedOutcome | null | undefined): number | null {
+  return outcome?.wire === 'sip' ? outcome.code : null;
 }
 
 /** What a call measured of itself, recorded with its end. */
@@ -60,7 +74,7 @@ interface UnwrittenEnd {
   reason: string;
   endedAt: string;
   figures?: RecordedFigures;
-  sipStatus?: number;
+  outcome?: RecordedOutcome;
 }
 
 export class ConversationStore {
@@ -113,8 +127,8 @@ export class ConversationStore {
    * Records the end once: later calls for the same conversation change nothing. While the database
    * is unavailable the end is kept (with its time) and written by `writeUnwrittenEnds`.
    */
-  async finish(id: string, state: 'ended' | 'failed', reason: string, figures?: RecordedFigures, sipStatus?: number): Promise<void> {
-    const end: UnwrittenEnd = { state, reason, endedAt: new Date().toISOString(), ...(figures ? { figures } : {}), ...(sipStatus === undefined ? {} : { sipStatus }) };
+  async finish(id: string, state: 'ended' | 'failed', reason: string, figures?: RecordedFigures, outcome?: RecordedOutcome): Promise<void> {
+    const end: UnwrittenEnd = { state, reason, endedAt: new Date().toISOString(), ...(figures ? { figures } : {}), ...(outcome ? { outcome } : {}) };
     try {
       await this.writeEnd(id, end);
     } catch (err) {
@@ -145,7 +159,7 @@ export class ConversationStore {
         state: end.state,
         end_reason: end.reason,
         ended_at: end.endedAt,
-        ...(end.sipStatus === undefined ? {} : { sip_status: end.sipStatus }),
+        ...(sipStatusOf(end.outcome) === null ? {} : { sip_status: sipStatusOf(end.outcome) }),
         ...(end.figures ? { usage: JSON.stringify(end.figures.usage), quality: end.figures.quality && JSON.stringify(end.figures.quality) } : {}),
       })
       .where('id', '=', id)
@@ -225,7 +239,7 @@ function toRecord(row: ConversationsTable): ConversationRecord {
     connectedAt: row.connected_at,
     endedAt: row.ended_at,
     nodeId: row.node_id,
-    sipStatus: row.sip_status ?? null,
+    outcome: row.sip_status == null ? null : { wire: 'sip', code: row.sip_status },
     usage: row.usage === null ? null : (JSON.parse(row.usage) as Record<string, unknown>),
     quality: row.quality === null ? null : (JSON.parse(row.quality) as Record<string, unknown>),
     recording: (row.recording as RecordingState | null) ?? null,

@@ -40,14 +40,14 @@ test('with load shedding off the complexity still follows the load, against a th
 test('a loaded node admits no call, from any door, and says why; it does again once the load falls', () => {
   let loaded: string | undefined = 'This server is loaded (0.91, its threshold LOAD_THRESHOLD is 0.75); retry shortly or on another node.';
   const admission = new Admission(
-    { maxCalls: 10, maxHalfOpen: 10, maxCallsPerKey: 0, maxHalfOpenPerKey: 0, maxCallsPerToken: 0, maxHalfOpenSip: 10 },
+    { maxCalls: 10, maxHalfOpen: 10, maxCallsPerKey: 0, maxHalfOpenPerKey: 0, maxCallsPerToken: 0, ownHalfOpen: { sip: 10 } },
     () => {},
     () => loaded,
   );
   assert.equal(admission.isFull, true);
   assert.equal(admission.loaded, loaded);
-  for (const door of [undefined, 'sip'] as const) {
-    assert.throws(() => admission.admit({ apiKeyId: 'k', tokenId: 't', ...(door ? { door } : {}) }), (err: Error) => err instanceof CallCapacityExceeded && err.message === loaded);
+  for (const budget of [undefined, 'sip'] as const) {
+    assert.throws(() => admission.admit({ apiKeyId: 'k', tokenId: 't', ...(budget ? { halfOpenBudget: budget } : {}) }), (err: Error) => err instanceof CallCapacityExceeded && err.message === loaded);
   }
   loaded = undefined;
   assert.equal(admission.isFull, false);

@@ -13,6 +13,8 @@ export interface HttpSpeechOptions {
   apiKey?: string;
   model: string;
   timeoutMs: number;
+  /** The service's voice for a catalogue voice name (unmapped names are sent as they are). */
+  voices?: Record<string, string>;
 }
 
 /** OpenAI's `pcm` format. */
@@ -49,7 +51,7 @@ export class HttpSpeechEngine implements SpeechEngine {
       res = await fetch(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...(this.opts.apiKey ? { authorization: `Bearer ${this.opts.apiKey}` } : {}) },
-        body: JSON.stringify({ model: this.opts.model, input, voice, response_format: 'pcm' }),
+        body: JSON.stringify({ model: this.opts.model, input, voice: this.opts.voices?.[voice] ?? voice, response_format: 'pcm' }),
         signal: AbortSignal.any([signal, timeout]),
       });
     } catch (err) {
