@@ -215,7 +215,8 @@ export class Reply {
 
     // Its upstream requests' spans go under the turn it answers, else under the call (a reply the
     // client asked for; one prepared before its turn was over).
-    const trace = this.opts.turn?.parent ?? ctx.trace?.parent;
+    const parent = this.opts.turn?.parent ?? ctx.trace?.parent;
+    const trace = parent && { ...parent, attributes: { 'parley.response.id': this.id } };
     // The speaker reads the reply's text as it is generated.
     const speaker = settings.audio ? this.opts.speaker(settings.voice, signal, trace) : undefined;
     const speech = speaker ? this.speakAll(speaker, startedAt, () => firstTokenAt) : Promise.resolve();

@@ -17,6 +17,8 @@ export interface SpanParent {
   readonly context: Context;
   /** OTEL_TRACE_CONTENT: the operator lets transcripts into spans. */
   readonly content: boolean;
+  /** Attributes every span started under it carries too (the reply a request is for). */
+  readonly attributes?: Attributes;
 }
 
 /** A log line's link to the span it is about (empty when the span is not recorded). */
@@ -85,7 +87,8 @@ class LiveSpan implements TraceSpan {
 /** A span starting now under `parent`; NO_SPAN when there is no parent (tracing off). */
 export function startSpan(parent: SpanParent | undefined, name: string, attributes: Attributes, kind: SpanKind = SpanKind.INTERNAL): TraceSpan {
   if (!parent) return NO_SPAN;
-  return new LiveSpan(parent.tracer.startSpan(name, { kind, attributes }, parent.context), parent);
+  const all = parent.attributes ? { ...parent.attributes, ...attributes } : attributes;
+  return new LiveSpan(parent.tracer.startSpan(name, { kind, attributes: all }, parent.context), parent);
 }
 
 /** The upstream services a voice agent calls over HTTP (LLM_BASE_URL, STT_URL, TTS_URL). */
