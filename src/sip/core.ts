@@ -13,7 +13,7 @@ import type { SipRegistrationSetting } from '../config/env.js';
 import type { SipRequest } from './message.js';
 import type { Headers } from './responses.js';
 import type { AnyServerTransaction } from './serverTransactions.js';
-import type { SipRouting } from '../calls/sip/sipRouting.js';
+import type { SipRouting } from './routing.js';
 import type { SipMediaOptions } from '../calls/sip/sipTransport.js';
 
 /** The SIP door's own limits: connections per source address, an address's wrong-password backoff. */
@@ -47,7 +47,7 @@ export interface SipServerOptions {
   owner: () => Promise<string | undefined>;
   /** A new call's session (the default agent). */
   session: () => Session;
-  /** Who decides what a ringing call becomes (sipRouting.ts). */
+  /** Who decides what a ringing call becomes (routing.ts). */
   routing: SipRouting;
   /**
    * Counts an INVITE from an untrusted source address (challenged and refused ones included): a
