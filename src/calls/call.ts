@@ -3,7 +3,7 @@
 // wires them and implements the commands a protocol may give (CallControl); what else must happen
 // when the call moves on (its record, metrics, logs) listens as a CallObserver.
 import type { FastifyBaseLogger } from 'fastify';
-import type { AgentFactory, ConversationTurn, Refusal, ResponseRequest } from '../agent/types.js';
+import type { ConversationTurn, ModelChooser, Refusal, ResponseRequest } from '../agent/types.js';
 import { Conversation, itemText, type Item, type PlaceResult } from '../session/conversation.js';
 import type { CallEvent, RecordingStopReason } from '../session/events.js';
 import type { Session } from '../session/session.js';
@@ -12,6 +12,7 @@ import type { StillImage } from '../media/stillImage.js';
 import { StreamResampler } from '../media/audio/resample.js';
 import { WIRE_RATE, decodeWireAudio } from '../media/audio/wireAudio.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
+import { NO_CALL_TRACE, type CallTrace } from '../observability/callTrace.js';
 import { AgentHost } from './agentHost.js';
 import { CallMeter, type CallFigures } from './callFigures.js';
 import { CallLifecycle, type CallState, type CallTimeouts } from './lifecycle.js';
@@ -60,18 +61,23 @@ export interface CallOptions {
   session: Session;
   /** The conversation so far (a resumed thread's turns, or empty). */
   conversation: Conversation;
-  agentFor: (model: string) => AgentFactory;
+  /** The catalogue's models: which agent runs the session's model, and its fallbacks. */
+  models: ModelChooser;
   /** The event protocol the client speaks, chosen from its request; none on a wire with no client channel. */
   protocol?: ProtocolFactory;
   timeouts: CallTimeouts;
   rates: CallRates;
   log: FastifyBaseLogger;
+  /** The call's span (traces); none: not traced. */
+  trace?: CallTrace;
 }
 
 export class Call implements CallControl {
   readonly id: string;
   readonly apiKeyId: string;
   readonly conversation: Conversation;
+  /** Its trace: the call's span, its turns' (a no-op when not traced). */
+  readonly trace: CallTrace;
   private current: Session;
   private readonly transport: CallTransport;
   /** The transport's audio inside events, when its wire has no media track. */
@@ -102,6 +108,7 @@ export class Call implements CallControl {
   constructor(private readonly opts: CallOptions) {
     this.id = opts.id;
     this.apiKeyId = opts.apiKeyId;
+    this.trace = opts.trace ?? NO_CALL_TRACE;
     this.transport = opts.transport;
     this.eventAudio = eventAudioOf(opts.transport);
     this.current = opts.session;
@@ -121,13 +128,15 @@ export class Call implements CallControl {
         emit: (event) => this.emit(event),
         turnCompleted: (turn) => this.notify((o) => o.turn?.(this, turn)),
         requestKeyframe: () => this.transport.requestKeyframe?.() ?? false,
+        trace: this.trace,
       },
-      opts.agentFor,
+      opts.models,
       // The caller's audio comes at the rate the agent hears at, converted by the transport.
       (agent) => {
         this.inputRate = agent.inputSampleRate;
         this.transport.setInputRate(agent.inputSampleRate);
       },
+      (reason) => void this.end(reason, 'failed'),
     );
     this.transport.attach({
       connected: () => this.onConnected(),
@@ -174,6 +183,11 @@ export class Call implements CallControl {
     return this.transport.outcome;
   }
 
+  /** The catalogue model running the call now (a fallback's, after its model failed). */
+  get model(): string {
+    return this.host.model;
+  }
+
   /** Which wire carries the call (`webrtc`…). */
   get transportKind(): string {
     return this.transport.kind;
@@ -207,11 +221,15 @@ export class Call implements CallControl {
     return this.current;
   }
 
-  updateSession(next: Session): void {
+  updateSession(next: Session): Refusal {
+    if (next.model !== this.current.model && !this.opts.models.allows(next.model, this.apiKeyId)) {
+      return { ok: false, code: 'model_not_allowed', message: `This API key may not use the model ${next.model}; GET /v1/realtime/models lists the models it may use.` };
+    }
     this.current = next;
     this.eventAudio?.sessionChanged(next);
     this.host.sessionChanged();
     this.notify((o) => o.sessionChanged?.(this, next));
+    return { ok: true };
   }
 
   decodeImage(bytes: Buffer): Promise<StillImage> {
@@ -225,6 +243,7 @@ export class Call implements CallControl {
     if (!placed.ok) return placed;
     this.emit({ type: 'item.added', item, previousItemId: placed.previousItemId });
     this.emit({ type: 'item.done', item, previousItemId: placed.previousItemId });
+    this.host.agent.itemAdded?.(item, placed.previousItemId);
     if (audio && this.host.agent.transcribeItem) {
       // The item's audio in the session's input format, at the rate the agent hears.
       const encoding = this.current.inputAudio ?? 'pcm16';
@@ -242,6 +261,7 @@ export class Call implements CallControl {
   deleteItem(id: string): boolean {
     if (!this.conversation.delete(id)) return false;
     this.emit({ type: 'item.deleted', itemId: id });
+    this.host.agent.itemDeleted?.(id);
     return true;
   }
 
@@ -249,6 +269,7 @@ export class Call implements CallControl {
     const cut = this.conversation.truncate(id, audioEndMs);
     if (!cut.ok) return cut;
     this.emit({ type: 'item.truncated', itemId: id, contentIndex: 0, audioEndMs });
+    this.host.agent.itemTruncated?.(id, audioEndMs);
     return { ok: true };
   }
 
@@ -297,7 +318,7 @@ export class Call implements CallControl {
   }
 
   logFailure(err: Error): void {
-    this.opts.log.error({ err, conversation: this.id }, 'client message handling failed');
+    this.opts.log.error({ err, conversation: this.id, ...this.trace.logFields }, 'client message handling failed');
   }
 
   /** The call's recording stopped early (callRecording.ts): its client and sideband are told; the call goes on. */
@@ -365,7 +386,7 @@ export class Call implements CallControl {
       try {
         tell(o);
       } catch (err) {
-        this.opts.log.error({ err, conversation: this.id }, 'call observer failed');
+        this.opts.log.error({ err, conversation: this.id, ...this.trace.logFields }, 'call observer failed');
       }
     }
   }
@@ -381,7 +402,7 @@ export class Call implements CallControl {
       const waits: Promise<void>[] = [];
       this.notify((o) => {
         const done = o.ended?.(this);
-        if (done) waits.push(done.catch((err: Error) => this.opts.log.error({ err, conversation: this.id }, 'call observer failed')));
+        if (done) waits.push(done.catch((err: Error) => this.opts.log.error({ err, conversation: this.id, ...this.trace.logFields }, 'call observer failed')));
       });
       await Promise.all(waits);
     })();

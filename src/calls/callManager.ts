@@ -4,15 +4,18 @@
 // transport is made for the call's id and accepted (for WebRTC, an SDP answer) here. The doors
 // open their calls through door.ts, which answers its refusals in one union.
 import type { FastifyBaseLogger } from 'fastify';
-import type { AgentFactory, ConversationTurn } from '../agent/types.js';
+import type { ConversationTurn, ModelChooser } from '../agent/types.js';
 import { randomId } from '../system/ids.js';
 import type { Metrics } from '../observability/metrics.js';
+import { startCallTrace } from '../observability/callTrace.js';
+import type { SpanParent } from '../observability/tracing.js';
 import { Conversation, newItemId } from '../session/conversation.js';
 import { withoutSecrets, type Session } from '../session/session.js';
 import type { ConversationStore } from '../storage/conversations.js';
 import { CallCapacityExceeded, type Admission, type AdmitOptions } from './admission.js';
 import { Call, type CallObserver, type CallRates } from './call.js';
 import { callLog, callMetrics } from './callObservers.js';
+import { callTracing } from './callTracing.js';
 import { CallRecord } from './callRecord.js';
 import { recordingObserver } from './callRecording.js';
 import type { Recordings } from '../recordings/recordings.js';
@@ -38,7 +41,8 @@ export interface CallRequest {
 
 export interface CallManagerOptions {
   conversations: ConversationStore;
-  agentFor: (model: string) => AgentFactory;
+  /** The catalogue's models (which agent runs a call, and its fallbacks). */
+  models: ModelChooser;
   protocols: Record<ProtocolName, ProtocolFactory>;
   timeouts: CallTimeouts;
   /** What each call's client may ask for a second. */
@@ -53,6 +57,8 @@ export interface CallManagerOptions {
   observers?: (() => CallObserver)[];
   /** Which calls are recorded, and their recorders. */
   recordings: Recordings;
+  /** Where each call's trace begins (observability/tracing.ts); none: calls are not traced. */
+  traceRoot?: SpanParent;
 }
 
 export { CallCapacityExceeded, CallLimitExceeded } from './admission.js';
@@ -78,6 +84,11 @@ export class CallManager {
   }
 
   /** True from the start of a shutdown drain: new work is refused. */
+  /** The catalogue's models (which a door checks a request's model against). */
+  get models(): ModelChooser {
+    return this.opts.models;
+  }
+
   get isDraining(): boolean {
     return this.draining;
   }
@@ -117,21 +128,31 @@ export class CallManager {
         void pending.transport.close('no_protocol');
         throw new Error(`a ${pending.transport.kind} call needs the event protocol its client speaks`);
       }
+      // The call's span, from here; the API key's id names it, never the key.
+      const trace = startCallTrace(this.opts.traceRoot, {
+        'parley.conversation.id': id,
+        'parley.call.door': pending.transport.kind,
+        'parley.call.protocol': req.protocol ?? 'none',
+        'parley.call.model': req.session.model,
+        'parley.api_key.id': req.apiKeyId,
+      });
       const call = new Call({
         id,
         apiKeyId: req.apiKeyId,
         transport: pending.transport,
         session: req.session,
         conversation: conversationOf(history),
-        agentFor: this.opts.agentFor,
+        models: this.opts.models,
         ...(req.protocol ? { protocol: this.opts.protocols[req.protocol] } : {}),
         timeouts: req.connectTimeoutMs === undefined ? this.opts.timeouts : { ...this.opts.timeouts, connectTimeoutMs: req.connectTimeoutMs },
         rates: this.opts.rates,
         log,
+        trace,
       });
       call.observe(new CallRecord(this.opts.conversations, id, threadId, history.length, log));
       call.observe(callMetrics(metrics));
       call.observe(callLog(log));
+      call.observe(callTracing(trace, req.session.model));
       for (const make of this.opts.observers ?? []) call.observe(make());
       // Half-open until connected; its place is given back when it ends (or fails to start, below).
       call.observe({ connected: () => ticket.connected(), ended: () => ticket.release() });
@@ -165,7 +186,7 @@ export class CallManager {
           metrics.activeCalls.set(this.calls.size);
         },
       });
-      log.info({ conversation: id, transport: call.transportKind }, 'call created');
+      log.info({ conversation: id, transport: call.transportKind, ...trace.logFields }, 'call created');
       return { accepted, call };
     } catch (err) {
       ticket.release();

@@ -10,30 +10,16 @@ import { isIP } from 'node:net';
 import { openCall } from '../calls/door.js';
 import type { DialRefusal, DialRequest, DialResult, SipDialer } from './dialer.js';
 import { SipTransport } from '../calls/sip/sipTransport.js';
-import type { SipOutboundAllow, SipTrunkSetting } from '../config/env.js';
 import { randomId } from '../system/ids.js';
 import type { ClientTransactions } from './clientTransactions.js';
 import type { SipCore } from './core.js';
 import type { Dialogs } from './dialogs.js';
 import type { Peer } from './listener.js';
 import type { SipResponse } from './message.js';
-import { OutboundInvite, type InviteFailure, type InviteTarget } from './outboundInvite.js';
+import type { OutboundOptions } from './options.js';
+import { OutboundInvite, type InviteTarget } from './outboundInvite.js';
 import { hostPort } from './responses.js';
 import { TRANSACTION_MS } from './timers.js';
-
-export interface OutboundOptions {
-  trunk: SipTrunkSetting | undefined;
-  callerId: string;
-  allow: SipOutboundAllow;
-  maxCalls: number;
-  maxCallsPerKey: number;
-  /** Counts an attempt of key `apiKeyId` (SIP_OUTBOUND rate limit); unset: no limit. */
-  attemptLimit?: (apiKeyId: string) => Promise<{ allowed: boolean; retryAfterSeconds: number }>;
-  /** Told how each attempt went (for parley_sip_outbound_calls_total). */
-  counted: (outcome: OutboundOutcome) => void;
-}
-
-export type OutboundOutcome = 'placed' | 'refused' | 'answered' | InviteFailure;
 
 /**
  * A destination as the app wrote it, read. A SIP URI whose user part has no letter dials a number

@@ -16,6 +16,7 @@ import { newCallId } from './callIds.js';
 import { digestAnswer } from './digest.js';
 import type { Peer } from './listener.js';
 import { uriOf, writeMessage, type SipResponse } from './message.js';
+import type { InviteFailure } from './options.js';
 import { T1_MS, TRANSACTION_MS } from './timers.js';
 
 /** Where and how an outbound INVITE goes. */
@@ -29,9 +30,6 @@ export interface InviteTarget {
   /** The trunk's digest credentials, for its challenge. */
   credentials?: { user: string; password: string };
 }
-
-/** How an outbound INVITE ended, before or without an answer. */
-export type InviteFailure = 'busy' | 'no_answer' | 'unreachable' | 'rejected' | 'media_unacceptable';
 
 export interface InviteEvents {
   /** The callee answered: the call's dialog, its media started. */

@@ -4,7 +4,7 @@
 // and each request goes to its transaction (serverTransactions.ts) and its handler: a new call's
 // INVITE (invite.ts), a request inside a dialog (inDialog.ts), or one answered here.
 import { ClientTransactions } from './clientTransactions.js';
-import { ALLOW, type SipCore, type SipServerOptions } from './core.js';
+import { ALLOW, type SipCore } from './core.js';
 import { Dialogs } from './dialogs.js';
 import { InDialogRequests } from './inDialog.js';
 import { InviteHandler } from './invite.js';
@@ -12,12 +12,13 @@ import type { ListenerEvents, Peer, SipListener, SipPorts } from './listener.js'
 import { param, parseMessage, type SipRequest } from './message.js';
 import { hostPort, reasonPhrase, responseTo, type Headers } from './responses.js';
 import { OutboundCalls } from './outboundCalls.js';
-import { OutboundRegistrations, type RegistrationState } from './outboundRegistrations.js';
+import type { RegistrationState, SipServerOptions } from './options.js';
+import { OutboundRegistrations } from './outboundRegistrations.js';
 import { Registrar } from './registrar.js';
 import { refusalOf } from './requestChecks.js';
 import { InviteServerTransaction, ServerTransactions, type AnyServerTransaction } from './serverTransactions.js';
 
-export type { SipServerOptions } from './core.js';
+export type { SipServerOptions } from './options.js';
 
 /** SIP's methods (RFC 3261 and the registered extensions), whether we take them or not. */
 const KNOWN_METHODS = new Set(['INVITE', 'ACK', 'BYE', 'CANCEL', 'OPTIONS', 'REGISTER', 'INFO', 'MESSAGE', 'NOTIFY', 'PRACK', 'PUBLISH', 'REFER', 'SUBSCRIBE', 'UPDATE']);

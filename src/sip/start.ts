@@ -23,7 +23,7 @@ import { RelayedListener, relayedPorts } from './clusterRelay.js';
 import { SipBindError, SipSockets, type ListenerEvents, type SipSocketOptions } from './listener.js';
 import { hostPort } from './responses.js';
 import { SipServer } from './sipServer.js';
-import type { RegistrationState } from './outboundRegistrations.js';
+import type { RegistrationState } from './options.js';
 import type { SipDialerSlot } from './dialer.js';
 import type { SipRouting } from './routing.js';
 import type { Health } from '../observability/readiness.js';

@@ -22,11 +22,13 @@ function manager(admission: Admission, draining = false): { calls: CallManager; 
     const accepted = await (await open(id)).accept();
     return { accepted, call: { id } };
   };
-  return { calls: { create } as unknown as CallManager, opened };
+  // Every model allowed and available (the model's refusals are test/models.test.ts's).
+  const models = { allows: () => true, choose: () => ({}) };
+  return { calls: { create, models } as unknown as CallManager, opened };
 }
 
 const door = (apiKeyId: string, elsewhere?: () => Promise<string | undefined>): DoorRequest<string, string> => ({
-  request: { apiKeyId, tokenId: `tok_${apiKeyId}`, endUser: null, session: {} as CallRequest['session'] },
+  request: { apiKeyId, tokenId: `tok_${apiKeyId}`, endUser: null, session: { model: 'audio-echo' } as CallRequest['session'] },
   open: () => ({ transport: {} as PendingTransport<string>['transport'], accept: async () => 'answer' }),
   ...(elsewhere ? { elsewhere } : {}),
 });

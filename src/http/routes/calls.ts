@@ -1,4 +1,5 @@
 // POST /v1/realtime/calls: an SDP offer becomes an SDP answer and a live call.
+import { modelNames } from '../../config/models.js';
 import type { FastifyPluginAsync } from 'fastify';
 import { sessionFromParams } from '../../calls/protocol/orgaSession.js';
 import type { Services } from '../../services.js';
@@ -6,9 +7,10 @@ import { requireToken } from '../auth.js';
 import { ValidationFailure } from '../errors.js';
 import { keepBodyWhenFull, sendAnswer } from '../nodeForwarding.js';
 import { callFromOffer } from '../offerCall.js';
-import { CallsBody, CallsResponse, type CallsBodyInput } from '../schemas.js';
+import { callSchemas, CallsResponse, type CallsBodyInput } from '../schemas.js';
 
 export const callRoutes = (services: Services): FastifyPluginAsync => async (app) => {
+  const { CallsBody } = callSchemas(modelNames(services.config.MODELS));
   app.post<{ Body: CallsBodyInput }>(
     '/v1/realtime/calls',
     {

@@ -105,7 +105,7 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
         summary: "OpenAI's client secret: an ephemeral key (ek_…) for a browser, with the call's initial session (API key)",
         tags: ['openai'],
         body: ClientSecretsCreate,
-        response: { 200: ClientSecretResponse, 400: { $ref: 'OpenAiError#' }, 401: { $ref: 'OpenAiError#' } },
+        response: { 200: ClientSecretResponse, 400: { $ref: 'OpenAiError#' }, 401: { $ref: 'OpenAiError#' }, 403: { $ref: 'OpenAiError#' } },
       },
     },
     async (req) => {
@@ -114,6 +114,10 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
       const wire = req.body?.session;
       const applied = applyOpenAiSession(openAiDefaultSession(services.sessionDefaults), wire ?? {}, services.sessionDefaults.turnDetection);
       if (!applied.ok) throw openAiError(400, applied.problem.code, applied.problem.message, applied.problem.param);
+      // Refused now rather than at the call: the app learns it where it chose the model.
+      if (!services.models.allows(applied.session.model, req.apiKeyId!)) {
+        throw openAiError(403, 'model_not_allowed', `This API key may not use the model ${applied.session.model}; GET /v1/realtime/models lists the models it may use.`, 'session.model');
+      }
       const size = Buffer.byteLength(JSON.stringify(applied.session));
       if (size > MAX_SECRET_SESSION_BYTES) {
         throw openAiError(400, 'session_too_large', `The session is ${size} bytes; a client secret carries at most ${MAX_SECRET_SESSION_BYTES} (instructions and tools included).`, 'session');
