@@ -56,12 +56,13 @@ export async function openCall<Accepted, Placed = never>(calls: CallManager, doo
   const first = await attempt(calls, door);
   if (first.ok) return first;
   const { refusal } = first;
-  if (refusal.kind !== 'full' && refusal.kind !== 'loaded') return first;
+  if (refusal.kind !== 'full' && refusal.kind !== 'loaded') return { ok: false, refusal };
   const placed = await door.elsewhere?.();
   if (placed !== undefined) return { ok: false, refusal: { ...refusal, placed } };
   // Nobody else took it, and the load threshold is not the operator's: this node takes it, degraded.
-  if (first.mayTakeAlone) return attempt(calls, door, { despiteLoad: true });
-  return { ok: false, refusal };
+  if (!first.mayTakeAlone) return { ok: false, refusal };
+  const again = await attempt(calls, door, { despiteLoad: true });
+  return again.ok ? again : { ok: false, refusal: again.refusal };
 }
 
 async function attempt<Accepted, Placed>(

@@ -708,8 +708,7 @@ export const settings = {
     parse: int(0, 10),
   },
   LOAD_THRESHOLD: {
-    doc: "The node's load (0–1: the busiest of its event loop's busy share, the machine's cores' busy share, and its event loop's lateness against 100 ms; smoothed over ≈ 3 s) at which it takes no new calls itself: calls go to the least-loaded other node under it (WebRTC offers are passed on), or get 503 with Retry-After. It takes calls again 0.05 below. 0: off (only MAX_CONCURRENT_CALLS limits).",
-    default: '0.75',
+    doc: "The node's load (0–1: the busiest of its event loop's busy share, the machine's cores' busy share, and its event loop's lateness against 100 ms, 100 ms or more counting as 1; smoothed over ≈ 3 s) at which it takes no new calls itself: calls go to the least-loaded other node under it (WebRTC offers are passed on), or get 503 with Retry-After. It takes calls again 0.05 below. Unset: 0.75, but only to steer calls: a node that no other node takes a call from takes it itself (its Opus complexity lowered, /readyz degraded). 0: off (only MAX_CONCURRENT_CALLS limits).",
     parse: num(0, 1),
   },
   VAD: {

@@ -15,7 +15,7 @@ import { uriOf, userOf, type SipRequest } from './message.js';
 import { randomTag, reasonPhrase } from './responses.js';
 import type { InviteServerTransaction } from './serverTransactions.js';
 import { TRANSACTION_MS } from './timers.js';
-import type { RouteOutcome } from '../calls/sip/sipRouting.js';
+import type { RouteOutcome } from './routing.js';
 
 export class InviteHandler {
   constructor(

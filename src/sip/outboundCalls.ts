@@ -8,7 +8,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { openCall } from '../calls/door.js';
-import type { DialRefusal, DialRequest, DialResult, SipDialer } from '../calls/sip/sipDialer.js';
+import type { DialRefusal, DialRequest, DialResult, SipDialer } from './dialer.js';
 import { SipTransport } from '../calls/sip/sipTransport.js';
 import { randomId } from '../system/ids.js';
 import type { Peer } from './listener.js';
