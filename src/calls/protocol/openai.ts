@@ -7,7 +7,7 @@ import { Ajv } from 'ajv';
 import { randomId } from '../../system/ids.js';
 import type { ResponseRequest } from '../../agent/types.js';
 import { imageDataUrl, newItemId, type ContentPart, type Item } from '../../session/conversation.js';
-import type { CallEvent, ResponseInfo } from '../../session/events.js';
+import { noEventLeft, type CallEvent, type ResponseInfo } from '../../session/events.js';
 import type { SessionDefaults } from '../../session/session.js';
 import { MAX_AUDIO_MESSAGE_BYTES, MAX_MESSAGE_BYTES, readClientMessage } from './message.js';
 import { StillImageError } from '../../media/stillImage.js';
@@ -447,6 +447,8 @@ export function openAiProtocol(defaults: SessionDefaults) {
           return fail({ type: 'server_error', code: event.code, message: event.message });
         case 'response.interrupted':
           return;
+        default:
+          return noEventLeft(event);
       }
     }
 
