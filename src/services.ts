@@ -7,6 +7,7 @@ import { NodeAuth } from './auth/nodeAuth.js';
 import { openStore, type Store } from './auth/store.js';
 import { TokenService } from './auth/tokens.js';
 import { createAgents } from './agent/agents.js';
+import { realtimeAgents } from './agent/realtime/bridge.js';
 import type { EngineHealth } from './agent/health.js';
 import { endpointingDefaults } from './agent/providers.js';
 import type { ModelRouter } from './agent/modelRouter.js';
@@ -199,7 +200,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   // listeners are among what they may not reach, this node's HTTP port once it is known.
   let httpListener: Listener | undefined = configuredHttpListener(config);
   const outboundGuard = webhookGuard(config, nodeStore, () => httpListener);
-  const agents = createAgents(config, log, { metrics, mcpGuard: outboundGuard });
+  const agents = createAgents(config, log, { metrics, mcpGuard: outboundGuard, realtime: realtimeAgents(config, log, metrics) });
   teardown.add('agents', () => agents.close());
   const sessionDefaults = sessionDefaultsOf(config);
   const nodeId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
