@@ -72,7 +72,7 @@ export function createAgents(config: Config, log: FastifyBaseLogger, options: Ag
     log.warn({ err: (err as Error).message }, 'speech recognition unavailable: run scripts/setup.sh --runtime');
   }
   // The node's picture decoder: every call's camera and images share its bound.
-  const stills = new StillDecoder({ concurrency: config.VISION_DECODE_CONCURRENCY, longSide: config.VISION_IMAGE_LONG_SIDE });
+  const stills = new StillDecoder({ concurrency: config.VISION_DECODE_CONCURRENCY, longSide: config.VISION_IMAGE_LONG_SIDE, timeoutMs: config.VISION_DECODE_TIMEOUT_MS });
   const mcp = mcpGuard ? mcpConnector(mcpGuard, { timeoutMs: config.MCP_TIMEOUT_MS, maxOutputBytes: config.MCP_MAX_OUTPUT_BYTES, maxResponseBytes: config.MCP_MAX_RESPONSE_BYTES }) : undefined;
   const node: NodeParts = {
     stills,

@@ -81,11 +81,6 @@ export class ModelRouter implements ModelChooser {
     return this.catalogue.entries.filter((e) => keyMayUse(e, apiKeyId));
   }
 
-  /** Every id and alias (the protocols' schemas list them). */
-  names(): string[] {
-    return this.catalogue.entries.flatMap((e) => [e.id, ...e.aliases]);
-  }
-
   private isOpen(id: string): boolean {
     return (this.states.get(id)?.openUntil ?? 0) > this.now();
   }

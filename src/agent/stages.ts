@@ -1,6 +1,7 @@
 // The stages a voice agent is composed of, shared by every call of the process and chosen by name in
 // configuration (providers.ts): turn detection, speech recognition, the speaker (text deltas →
 // audio). Reply models are chosen per call (by the session's model).
+import type { SpanParent } from '../observability/tracing.js';
 import type { NoiseReduction } from '../session/session.js';
 import type { EngineHealth } from './health.js';
 import { preloadRnnoise } from './noise/rnnoise.js';
@@ -24,8 +25,8 @@ export interface VoiceStages {
   /** A noise suppressor for one call's 16 kHz input (throws when its engine cannot run here). */
   noiseSuppressor(type: NoiseReduction): NoiseSuppressor;
   recognizer: Recognizer;
-  /** A speaker for one reply, in a catalogue voice, stopped by the signal. */
-  speaker(voice: string, signal: AbortSignal): SpeakerStream;
+  /** A speaker for one reply, in a catalogue voice, stopped by the signal; `trace`: where its requests' spans go. */
+  speaker(voice: string, signal: AbortSignal, trace?: SpanParent): SpeakerStream;
   /** The engines' states, by stage, for /readyz. */
   health(): Record<string, EngineHealth>;
   close(): Promise<void>;
@@ -69,7 +70,7 @@ export function createVoiceStages(config: StageConfig): VoiceStages {
     },
     noiseSuppressor: createNoiseSuppressor,
     recognizer,
-    speaker: (voice, signal) => new Speaker(engine, { voice, signal }),
+    speaker: (voice, signal, trace) => new Speaker(engine, { voice, signal, ...(trace ? { trace } : {}) }),
     health: () => ({ stt: recognizer.health(), tts: engine.health() }),
     close: async () => {
       await recognizer.close();

@@ -3,6 +3,7 @@
 // converts at its edge); the agent speaks 48 kHz PCM (media/audio/format.ts). What the agent says
 // and hears is kept as items of the call's Conversation, and what happens is told as CallEvents.
 import type { AudioOut } from '../media/audio/format.js';
+import type { CallTrace } from '../observability/callTrace.js';
 import type { StillImage } from '../media/stillImage.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
 import type { Conversation, Item } from '../session/conversation.js';
@@ -20,6 +21,8 @@ export interface ConversationTurn {
 
 export interface AgentContext {
   conversationId: string;
+  /** The API key the call belongs to: what the node shares among calls (the picture decoder) it shares fairly among keys. */
+  apiKeyId: string;
   /** The live session (changes with session.update; read it when needed). */
   session(): Session;
   audio: AudioOut;
@@ -36,6 +39,8 @@ export interface AgentContext {
    * The message is for the client: never an upstream's key or raw body.
    */
   modelFailed(failure: { code: string; message: string }): void;
+  /** The call's trace: its turns' spans, and the parent of the upstream requests made for it. */
+  trace?: CallTrace;
 }
 
 /** A reply the client asks for (`response.create`); every field overrides the session for this reply. */
@@ -113,6 +118,8 @@ export interface ModelChooser {
   choose(name: string, exclude?: ReadonlySet<string>): ModelChoice | undefined;
   /** The model `name` stands for, available or not. */
   forced(name: string): ModelChoice;
+  /** Whether the API key may use the model `name` stands for. */
+  allows(name: string, apiKeyId: string): boolean;
   /** The first available fallback of `id` (depth first through their own fallbacks), none of `exclude`. */
   fallbackAfter(id: string, exclude: ReadonlySet<string>): ModelChoice | undefined;
   /** A call's model failed with `code` (the breaker counts it). */

@@ -159,7 +159,7 @@ export function parseModelFile(text: string, fileName: string, env: NodeJS.Proce
     const offset = node?.range?.[0];
     return offset === undefined ? fileName : `${fileName}:${lines.linePos(offset).line}`;
   };
-  for (const e of doc.errors) problems.push(`${fileName}:${e.linePos?.[0]?.line ?? '?'}: ${e.message.split('\n')[0]}`);
+  for (const e of doc.errors) problems.push(`${fileName}:${lines.linePos(e.pos[0]).line}: ${e.message.split('\n')[0]}`);
   if (problems.length) throw new ModelFileError(problems);
   const root = doc.contents;
   if (!isMap(root)) throw new ModelFileError([`${at(root)}: expected a mapping with "models" (and "default")`]);
@@ -331,4 +331,9 @@ export function findModel(catalogue: ModelCatalogue, name: string): ModelEntry |
 /** Whether the key `apiKeyId` may use `entry`. */
 export function keyMayUse(entry: ModelEntry, apiKeyId: string): boolean {
   return entry.keys === '*' || entry.keys.includes(apiKeyId);
+}
+
+/** Every id and alias of the catalogue (what the protocols' schemas accept as a model). */
+export function modelNames(catalogue: ModelCatalogue): string[] {
+  return catalogue.entries.flatMap((e) => [e.id, ...e.aliases]);
 }

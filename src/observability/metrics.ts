@@ -138,6 +138,12 @@ export class Metrics {
     help: 'MAX_CONCURRENT_CALLS: the calls this node carries at most (beyond it, calls requests are passed to another node or answered 503)',
     registers: [this.registry],
   });
+  readonly modelRequests = new Counter({
+    name: 'parley_model_requests_total',
+    help: "Requests to a model's upstream (kind: realtime for a realtime session or response; chat, transcription, speech for a cascade's services), by model and outcome (ok, error, timeout)",
+    labelNames: ['model', 'kind', 'outcome'] as const,
+    registers: [this.registry],
+  });
   readonly modelFailures = new Counter({
     name: 'parley_model_failures_total',
     help: "Calls whose model failed (an upstream refused, timed out or dropped), by catalogue model and error code",

@@ -107,6 +107,7 @@ export function fakeContext(session: Partial<Session> = {}) {
   };
   const ctx: AgentContext = {
     conversationId: 'conv_test',
+    apiKeyId: 'key_test',
     session: () => current,
     audio,
     conversation,
@@ -129,5 +130,5 @@ export async function settle(check: () => boolean, what: string, turns = 1000): 
 /** A chooser that runs each model name on the factory `factoryFor` gives, with no fallbacks. */
 export function chooserOf(factoryFor: (model: string) => AgentFactory): ModelChooser {
   const choice = (model: string) => ({ id: model, factory: factoryFor(model) });
-  return { choose: choice, forced: choice, fallbackAfter: () => undefined, failed: () => {}, fellBack: () => {} };
+  return { choose: choice, forced: choice, allows: () => true, fallbackAfter: () => undefined, failed: () => {}, fellBack: () => {} };
 }
