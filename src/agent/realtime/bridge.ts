@@ -102,10 +102,12 @@ export class RealtimeBridge implements Agent {
     this.session = ctx.session();
     this.log = deps.log?.child({ model: entry.id, conversation: ctx.conversationId });
     const requestKeyframe = ctx.requestKeyframe?.bind(ctx);
+    const { stills } = deps;
     this.camera =
-      deps.stills && requestKeyframe
+      stills && requestKeyframe
         ? new Camera({
-            decoder: deps.stills,
+            // The node's decoder, shared fairly among keys: this call's pictures count as its key's.
+            decoder: { decode: (source) => stills.decode(source, ctx.apiKeyId) },
             requestKeyframe,
             keyframeWaitMs: deps.keyframeWaitMs ?? 400,
             decoded: (ms) => deps.onPicture?.({ decodedMs: ms }),
@@ -138,7 +140,7 @@ export class RealtimeBridge implements Agent {
 
   decodeImage(bytes: Buffer): Promise<StillImage> {
     if (!this.deps.stills) return Promise.reject(new Error('This server decodes no images.'));
-    return this.deps.stills.decode({ kind: 'image', bytes });
+    return this.deps.stills.decode({ kind: 'image', bytes }, this.ctx.apiKeyId);
   }
 
   onVideoFrame(frame: VideoFrameInfo): void {
