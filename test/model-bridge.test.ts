@@ -6,8 +6,9 @@
 // tool (the tool runs in the client, its output reaches B, B's answer uses it); a baresip call to A's
 // SIP door answered by B; barge-in (B's item truncated where A's playout stopped, against the audio
 // the caller received); B refusing A's key (401: one clear error, no key anywhere, the fallback
-// answers); and B killed mid-call (one error, A's fallback answers within 2 s with the conversation
-// carried over). Not in PARALLEL_FILES: it measures audio.
+// answers); upstreams that misbehave (silent, mute, not JSON, a flood, a 503: each one clear error,
+// then the fallback); and B killed mid-call (one error, A's fallback answers within 2 s with the
+// conversation carried over). Not in PARALLEL_FILES: it measures audio.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -91,6 +92,34 @@ async function startTap(target: string): Promise<Tap> {
   };
 }
 
+/**
+ * An upstream that misbehaves as its model name says: `silent` never confirms the session, `mute`
+ * never starts a reply, `garbage` sends what is not JSON, `flood` sends events without end, and
+ * `failing` refuses the upgrade with a 503 whose body holds a secret.
+ */
+async function startBadUpstream(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = new WebSocketServer({ host: '127.0.0.1', port: 0, verifyClient: ({ req }, done) => (req.url?.includes('model=failing') ? done(false, 503, 'upstream secret s3cr3t-body') : done(true)) });
+  server.on('connection', (ws, req) => {
+    const model = new URL(req.url ?? '/', 'http://x').searchParams.get('model');
+    ws.send(JSON.stringify({ type: 'session.created', session: {} }));
+    ws.on('message', (data) => {
+      const event = JSON.parse(data.toString());
+      if (event.type !== 'session.update' || model === 'silent') return;
+      if (model === 'garbage') return ws.send('{"type": "session.updated", oops');
+      ws.send(JSON.stringify({ type: 'session.updated', session: {} }));
+      if (model === 'flood') for (let i = 0; i < 5000; i++) ws.send(JSON.stringify({ type: 'rate_limits.updated', rate_limits: [] }));
+    });
+  });
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  return {
+    url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}/v1/realtime`,
+    close: () => {
+      for (const client of server.clients) client.terminate();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
 const USER = 'alice';
 const PASSWORD = 'correct-horse-battery';
 /** A key B does not know, shaped like one it might. */
@@ -100,6 +129,7 @@ let dir: string;
 let a: RunningServer;
 let b: RunningServer;
 let tap: Tap;
+let bad: Awaited<ReturnType<typeof startBadUpstream>>;
 let sipPort: number;
 const cleanups: (() => Promise<void> | void)[] = [];
 
@@ -107,6 +137,10 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'parley-bridge-'));
   b = await startServer();
   tap = await startTap(b.baseUrl.replace('http', 'ws'));
+  bad = await startBadUpstream();
+  const misbehaving = ['silent', 'mute', 'garbage', 'flood', 'failing']
+    .map((id) => `  - id: ${id}\n    kind: realtime\n    url: ${bad.url}\n    api_key: not-a-real-key\n    fallback: [parley-offline]\n`)
+    .join('');
   // The upstream's key is in A's environment; the file names the variable, not the key.
   writeFileSync(
     join(dir, 'models.yaml'),
@@ -127,7 +161,7 @@ models:
     api_key_env: WRONG_UPSTREAM_KEY
     model: parley-offline
     fallback: [parley-offline]
-`,
+${misbehaving}`,
   );
   sipPort = await freePort();
   a = await startServer({
@@ -138,6 +172,8 @@ models:
     SIP_USERS: `${USER}:${PASSWORD}`,
     // What the bridge logs, up to info, is searched for keys.
     LOG_LEVEL: 'info',
+    // B starts a reply at once; the upstream that never does is found out sooner.
+    MODEL_RESPONSE_TIMEOUT_MS: '4000',
   });
 });
 
@@ -145,6 +181,7 @@ after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
   await a?.stop();
   await tap?.close();
+  await bad?.close();
   await b?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
@@ -162,6 +199,31 @@ const items = (sender: 'user' | 'assistant') => `(o.state.conversationItems ?? [
 
 async function record(id: string): Promise<Json> {
   return (await http(a.baseUrl, `/v1/realtime/conversations/${id}`, { token: a.devKey })).body;
+}
+
+/** An OpenAI WebSocket session on A with `model`: its events, and each message as it came. */
+async function openAiSocket(model: string) {
+  const socket = new WebSocket(`${a.baseUrl.replace('http', 'ws')}/v1/realtime?model=${model}`, { headers: { authorization: `Bearer ${a.devKey}` } });
+  cleanups.push(() => socket.terminate());
+  const raw: string[] = [];
+  const events: Json[] = [];
+  socket.on('message', (data) => {
+    raw.push(data.toString());
+    events.push(JSON.parse(data.toString()));
+  });
+  await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+  return {
+    socket,
+    raw,
+    events,
+    /** Asks in text and waits for the response.done of the answer. */
+    async ask(text: string): Promise<Json> {
+      const from = events.length;
+      socket.send(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } }));
+      socket.send(JSON.stringify({ type: 'response.create' }));
+      return found(`the answer to "${text}"`, () => events.slice(from).find((e) => e.type === 'response.done'), 60_000);
+    },
+  };
 }
 
 describe('node A bridges its calls to a realtime model on node B', () => {
@@ -337,31 +399,46 @@ describe('node A bridges its calls to a realtime model on node B', () => {
   });
 
   test('an upstream refusing the key (401): one clear error, no key in what the client or the log got, and the fallback answers', async () => {
-    const socket = new WebSocket(`${a.baseUrl.replace('http', 'ws')}/v1/realtime?model=wrong-key`, { headers: { authorization: `Bearer ${a.devKey}` } });
-    cleanups.push(() => socket.terminate());
-    const raw: string[] = [];
-    const events: Json[] = [];
-    socket.on('message', (data) => {
-      raw.push(data.toString());
-      events.push(JSON.parse(data.toString()));
-    });
-    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
-    const error = await found('the error', () => events.find((e) => e.type === 'error'), 30_000);
+    const client = await openAiSocket('wrong-key');
+    const error = await found('the error', () => client.events.find((e) => e.type === 'error'), 30_000);
     assert.equal(error.error.code, 'model_unavailable');
     assert.equal(error.error.message, "The model wrong-key refused Parley's credentials (HTTP 401). The call goes on with parley-offline.");
-    socket.send(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'what time is it' }] } }));
-    socket.send(JSON.stringify({ type: 'response.create' }));
-    const done = await found('the fallback’s answer', () => events.find((e) => e.type === 'response.done'), 60_000);
+    const done = await client.ask('what time is it');
     assert.equal(done.response.status, 'completed');
     assert.match(done.response.output[0].content[0].transcript, /^It is \d/);
-    assert.equal(events.filter((e) => e.type === 'error').length, 1, 'one error event');
-    socket.close();
+    assert.equal(client.events.filter((e) => e.type === 'error').length, 1, 'one error event');
+    client.socket.close();
     const log = a.stdout() + a.stderr();
     assert.match(log, /refused Parley's credentials \(HTTP 401\)/, 'the log says what happened');
     for (const key of [WRONG_KEY, b.devKey]) {
-      assert.ok(!raw.some((m) => m.includes(key)), 'no upstream key in what the client got');
+      assert.ok(!client.raw.some((m) => m.includes(key)), 'no upstream key in what the client got');
       assert.ok(!log.includes(key), "no upstream key in A's log");
     }
+  });
+
+  test('an upstream that misbehaves costs a bounded slice: never confirming, never replying, not JSON, a flood, a 503 — each one clear error, then the fallback', async () => {
+    const expected: Record<string, [string, RegExp]> = {
+      silent: ['model_timeout', /^The model silent did not confirm its session within 5000 ms\./],
+      mute: ['model_timeout', /^The model mute did not start a reply within 4000 ms\./],
+      garbage: ['model_failed', /^The model garbage sent a message that is not JSON\./],
+      flood: ['model_failed', /^The model flood sent more than 1000 events a second\./],
+      failing: ['model_unavailable', /^The model failing is failing \(HTTP 503\)\./],
+    };
+    for (const [model, [code, message]] of Object.entries(expected)) {
+      const client = await openAiSocket(model);
+      // The one that never replies is found out when a reply is asked for.
+      if (model === 'mute') client.socket.send(JSON.stringify({ type: 'response.create' }));
+      const error = await found(`${model}'s error`, () => client.events.find((e) => e.type === 'error'), 30_000);
+      assert.equal(error.error.code, code, model);
+      assert.match(error.error.message, message);
+      assert.match(error.error.message, /The call goes on with parley-offline\.$/);
+      const done = await client.ask('what time is it');
+      assert.match(done.response.output.at(-1).content[0].transcript, /^It is \d/, `${model}: the fallback answers`);
+      assert.equal(client.events.filter((e) => e.type === 'error').length, 1, `${model}: one error event`);
+      assert.ok(!client.raw.some((m) => /s3cr3t|not-a-real-key/.test(m)), `${model}: no key nor upstream body in what the client got`);
+      client.socket.close();
+    }
+    assert.ok(!/s3cr3t|not-a-real-key/.test(a.stdout() + a.stderr()), "no key nor upstream body in A's log");
   });
 
   test("B killed mid-call: one error event, A's fallback answers within 2 s, the conversation carried over", async (t) => {

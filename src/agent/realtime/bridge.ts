@@ -49,6 +49,24 @@ const MAX_HISTORY_ITEMS = 100;
 const MAX_CAMERA_PICTURES = 8;
 /** Replies remembered as cut (their late audio is dropped). */
 const MAX_CUT = 64;
+/** Events told at once even while a reply's end waits for its audio to be sent: the caller's turn, failures, playout. */
+const IMMEDIATE: ReadonlySet<CallEvent['type']> = new Set([
+  'input.speech_started',
+  'input.speech_stopped',
+  'input.committed',
+  'input.cleared',
+  'input.timeout_triggered',
+  'input.dtmf',
+  'transcription.delta',
+  'transcription.completed',
+  'transcription.failed',
+  'response.interrupted',
+  'output_audio.started',
+  'output_audio.stopped',
+  'output_audio.cleared',
+  'stage.failed',
+  'error',
+]);
 /** An upstream's words in an error are bounded. */
 const MAX_UPSTREAM_MESSAGE = 300;
 
@@ -91,6 +109,9 @@ export class RealtimeBridge implements Agent {
   private readonly clientItems = new Map<string, { item: Item; audio?: Int16Array }>();
   private readonly unsubscribePlayback: () => void;
   private readonly log: FastifyBaseLogger | undefined;
+  /** Until the last audio of a reply has been sent (a paced wire), the events after it wait here. */
+  private holding: Promise<void> | undefined;
+  private readonly held: CallEvent[] = [];
 
   constructor(
     private readonly ctx: AgentContext,
@@ -500,7 +521,20 @@ export class RealtimeBridge implements Agent {
   }
 
   private emit(event: CallEvent): void {
-    this.ctx.emit(event);
+    // A reply's audio is done and its end is near: over a paced wire (a WebSocket) the client hears
+    // of it once its last audio has been sent, as of any reply (the doors name the audio by its item
+    // until then); the caller's own turn is told at once.
+    if (event.type === 'response.audio.done' && !this.holding && this.ctx.audio.sent && this.playing?.responseId === event.responseId && this.ctx.audio.queuedMs > 0) {
+      this.holding = this.ctx.audio.sent().then(() => this.release());
+    }
+    if (this.holding && !IMMEDIATE.has(event.type)) this.held.push(event);
+    else this.ctx.emit(event);
+  }
+
+  /** The events held until the reply's audio was sent, in order. */
+  private release(): void {
+    this.holding = undefined;
+    for (const event of this.held.splice(0)) this.ctx.emit(event);
   }
 
   /** An upstream's words, bounded, without its key. */
@@ -526,6 +560,7 @@ export class RealtimeBridge implements Agent {
 
   private end(): void {
     if (this.ended) return;
+    this.release();
     this.ended = true;
     clearTimeout(this.connectTimer);
     clearTimeout(this.responseTimer);
