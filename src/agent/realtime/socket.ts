@@ -6,6 +6,9 @@ import WebSocket from 'ws';
 import { TokenBucket } from '../../system/tokenBucket.js';
 import type { UpstreamFailure } from './types.js';
 
+/** Azure OpenAI's hosts (its resources' endpoints). */
+const AZURE_HOST = /\.(openai\.azure\.com|cognitiveservices\.azure\.com|services\.ai\.azure\.com)$/i;
+
 export interface UpstreamSocketOptions {
   /** The catalogue id, which messages name (never the URL). */
   modelId: string;
@@ -58,7 +61,10 @@ export class UpstreamSocket {
     const url = new URL(opts.url);
     url.searchParams.set('model', opts.model);
     const headers: Record<string, string> = {};
-    if (opts.apiKey) headers.authorization = `Bearer ${opts.apiKey}`;
+    // Azure takes a resource key as `api-key`; a Microsoft Entra token (a JWT) and every other
+    // upstream's key as a bearer token.
+    if (opts.apiKey && AZURE_HOST.test(url.hostname) && !opts.apiKey.startsWith('eyJ')) headers['api-key'] = opts.apiKey;
+    else if (opts.apiKey) headers.authorization = `Bearer ${opts.apiKey}`;
     if (opts.beta) headers['openai-beta'] = 'realtime=v1';
     this.ws = new WebSocket(url, { headers, maxPayload: opts.maxPayloadBytes, perMessageDeflate: false, followRedirects: false });
     this.ws.on('open', () => {
