@@ -5,8 +5,8 @@
 // the colour (the picture went up as input_image); @openai/agents-realtime over WebRTC with a function
 // tool (the tool runs in the client, its output reaches B, B's answer uses it); a baresip call to A's
 // SIP door answered by B; barge-in (B's item truncated where A's playout stopped, against the audio
-// the caller received); B refusing A's key (401: one clear error, no key anywhere, the fallback
-// answers); upstreams that misbehave (silent, mute, not JSON, a flood, a 503: each one clear error,
+// the caller received); B in the beta dialect with G.711 audio; B refusing A's key (401: one clear
+// error, no key anywhere, the fallback answers); upstreams that misbehave (silent, mute, not JSON, a flood, a 503: each one clear error,
 // then the fallback); and B killed mid-call (one error, A's fallback answers within 2 s with the
 // conversation carried over). Not in PARALLEL_FILES: it measures audio.
 import assert from 'node:assert/strict';
@@ -33,6 +33,8 @@ type Json = Record<string, any>;
 /** One upstream session as the tap saw it: what B sent A, and what A sent B (audio left out, its size kept). */
 interface TapSession {
   path: string;
+  /** A asked for the beta interface (`OpenAI-Beta: realtime=v1`). */
+  beta: boolean;
   fromB: Json[];
   toB: Json[];
   closed: boolean;
@@ -51,7 +53,7 @@ async function startTap(target: string): Promise<Tap> {
   const server = new WebSocketServer({ host: '127.0.0.1', port: 0, maxPayload: 64 * 1024 * 1024 });
   const sessions: TapSession[] = [];
   server.on('connection', (a, req) => {
-    const session: TapSession = { path: req.url ?? '', fromB: [], toB: [], closed: false };
+    const session: TapSession = { path: req.url ?? '', beta: req.headers['openai-beta'] === 'realtime=v1', fromB: [], toB: [], closed: false };
     sessions.push(session);
     const headers: Record<string, string> = {};
     for (const name of ['authorization', 'openai-beta']) if (typeof req.headers[name] === 'string') headers[name] = req.headers[name] as string;
@@ -153,6 +155,15 @@ models:
     api_key_env: UPSTREAM_KEY
     model: parley-offline
     aliases: [gpt-realtime]
+    fallback: [parley-offline]
+  - id: upstream-beta
+    kind: realtime
+    description: Node B's model in the beta dialect, with G.711 audio.
+    url: ${tap.url}/v1/realtime
+    api_key_env: UPSTREAM_KEY
+    model: parley-offline
+    dialect: beta
+    audio_format: g711_ulaw
     fallback: [parley-offline]
   - id: wrong-key
     kind: realtime
@@ -396,6 +407,27 @@ describe('node A bridges its calls to a realtime model on node B', () => {
     const receivedMs = (heard - start) * 20 - 40;
     t.diagnostic(`B's item truncated at ${truncated.audio_end_ms} ms; the caller received ${receivedMs} ms of it; B's own guesses: ${JSON.stringify(fromB(session, 'conversation.item.truncated').map((e) => e.audio_end_ms))}`);
     assert.ok(Math.abs(truncated.audio_end_ms - receivedMs) <= 100, `truncated at ${truncated.audio_end_ms} ms, received ${receivedMs} ms`);
+  });
+
+  test('an upstream in the beta dialect with G.711: the flat session, its events read, its answer heard', async () => {
+    const from = tap.sessions.length;
+    const client = await openAiSocket('upstream-beta');
+    const done = await client.ask('what time is it');
+    const session = await sessionAfter(from);
+    assert.ok(session.beta, 'A asked for the beta interface');
+    const update = toB(session, 'session.update')[0]!.session;
+    assert.deepEqual([update.type, update.input_audio_format, update.output_audio_format, update.turn_detection?.type], [undefined, 'g711_ulaw', 'g711_ulaw', 'server_vad']);
+    assert.ok(fromB(session, 'response.audio.delta').length > 0, "B's audio in the beta's words");
+    const said = fromB(session, 'response.audio_transcript.done').map((e) => e.transcript);
+    const answer = done.response.output[0].content[0].transcript;
+    assert.match(answer, /^It is \d/);
+    assert.ok(said.includes(answer), `B's answer: ${JSON.stringify(said)}`);
+    // All of it reached the client (24 kHz PCM) before the reply's end was told.
+    const heardMs = client.events.filter((e) => e.type === 'response.output_audio.delta').reduce((ms, e) => ms + Buffer.from(e.delta, 'base64').length / 48, 0);
+    assert.ok(heardMs > 500, `the answer's audio: ${heardMs} ms`);
+    const doneAt = client.events.findIndex((e) => e.type === 'response.output_audio.done');
+    assert.equal(client.events.slice(doneAt).filter((e) => e.type === 'response.output_audio.delta').length, 0, 'no audio after its item was done');
+    client.socket.close();
   });
 
   test('an upstream refusing the key (401): one clear error, no key in what the client or the log got, and the fallback answers', async () => {

@@ -194,7 +194,12 @@ export class OpenAiUpstream implements UpstreamModel {
       if (this.commands.size > MAX_ORIGINS) this.commands.delete(this.commands.keys().next().value!);
     }
     if (!this.ready && !now) return this.hold(message);
-    this.socket?.send(this.entry.dialect === 'beta' ? clientEventToBeta(message) : message);
+    this.socket?.send(this.wire(message));
+  }
+
+  /** A GA client event in the upstream's dialect (a session is made in it already: its changes are compared there). */
+  private wire(message: Json): Json {
+    return this.entry.dialect === 'beta' && message.type !== 'session.update' ? clientEventToBeta(message) : message;
   }
 
   private hold(message: Json): void {
@@ -219,7 +224,7 @@ export class OpenAiUpstream implements UpstreamModel {
       listener.event({ type: 'upstream.ready' });
       for (const message of this.waiting.splice(0)) {
         if (this.closed) return;
-        this.socket?.send(this.entry.dialect === 'beta' ? clientEventToBeta(message) : message);
+        this.socket?.send(this.wire(message));
       }
       this.waitingAppends = 0;
       return;
