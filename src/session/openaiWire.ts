@@ -121,6 +121,7 @@ type Json = Record<string, any>;
  * text). Undefined for an input_image (a picture is decoded, not read) and for types Parley has none of.
  */
 export function contentFromWire(role: string, c: Json): ContentPart | undefined {
+  if (!c || typeof c !== 'object') return undefined;
   const assistant = role === 'assistant';
   if (c.type === 'input_text' || c.type === 'text' || c.type === 'output_text') {
     const text = typeof c.text === 'string' ? c.text : '';

@@ -188,3 +188,25 @@ test('what the caller heard: the playout position falls in the item cut, later i
   ]);
   assert.deepEqual(heard.cleared(0), [], 'nothing queued: nothing cut');
 });
+
+test('events of odd shapes (nulls, strings where objects go, missing ids) are read without throwing', () => {
+  const m = mapper();
+  const odd: Json[] = [
+    { type: 'response.created', response: null },
+    { type: 'response.created', response: 'resp' },
+    { type: 'response.output_item.added', response_id: 7, item: { id: 'x', type: 'message', role: 'assistant', content: [null, 3, 'text', { type: 'output_text' }] } },
+    { type: 'conversation.item.added', item: null },
+    { type: 'conversation.item.added', item: { id: 'y', type: 'message', role: 'user', content: 'not a list' } },
+    { type: 'conversation.item.done', item: { id: 'x', content: [null] } },
+    { type: 'response.output_audio_transcript.delta', item_id: 'x', delta: 42 },
+    { type: 'response.output_audio.delta', delta: null },
+    { type: 'response.function_call_arguments.done', arguments: {} },
+    { type: 'response.done', response: { id: 'r', status: 'weird', output: [null, { id: 'z', type: 'function_call' }], usage: { input_tokens: 'many' } } },
+    { type: 'error', error: 'string' },
+    { type: 'conversation.item.input_audio_transcription.completed' },
+  ];
+  for (const e of odd) assert.doesNotThrow(() => m.map(e), JSON.stringify(e));
+  const done = m.all.find((e) => e.type === 'response.done') as Extract<UpstreamEvent, { type: 'response.done' }>;
+  assert.equal(done.response.status, 'completed');
+  assert.deepEqual(done.response.usage, { inputTokens: 0, outputTokens: 0 });
+});

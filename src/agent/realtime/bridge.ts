@@ -553,9 +553,9 @@ export class RealtimeBridge implements Agent {
     if (this.ended) return;
     const active = this.active;
     this.end();
-    this.log?.warn({ code: failure.code }, failure.message);
+    this.log?.warn({ code: failure.code, ...(failure.cause ? { err: failure.cause } : {}) }, failure.message);
     if (active) this.ctx.emit({ type: 'response.done', response: { id: active, status: 'failed', reason: failure.code, output: [], inConversation: true, metadata: null } });
-    this.ctx.modelFailed(failure);
+    this.ctx.modelFailed({ code: failure.code, message: failure.message });
   }
 
   private end(): void {

@@ -33,6 +33,8 @@ const MAX_ITEMS = 256;
 const STATUSES: ReadonlySet<string> = new Set(['completed', 'cancelled', 'incomplete', 'failed']);
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+/** A JSON object, or an empty one for anything else (an upstream's event may be of any shape). */
+const obj = (v: unknown): Json => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : {});
 
 export class EventMapper {
   private readonly responses = new Map<string, ResponseState>();
@@ -68,9 +70,9 @@ export class EventMapper {
       case 'conversation.item.input_audio_transcription.completed':
         return this.transcribed(str(e.item_id), str(e.transcript));
       case 'conversation.item.input_audio_transcription.failed':
-        return [{ type: 'transcription.failed', itemId: str(e.item_id), message: str(e.error?.message) || 'The upstream could not transcribe the audio.' }];
+        return [{ type: 'transcription.failed', itemId: str(e.item_id), message: str(obj(e.error).message) || 'The upstream could not transcribe the audio.' }];
       case 'response.created':
-        return this.responseCreated(e.response ?? {});
+        return this.responseCreated(obj(e.response));
       case 'response.output_item.added':
         return this.outputAdded(e);
       case 'response.output_item.done':
@@ -90,9 +92,9 @@ export class EventMapper {
       case 'response.function_call_arguments.done':
         return this.argumentsDone(e);
       case 'response.done':
-        return this.responseDone(e.response ?? {});
+        return this.responseDone(obj(e.response));
       case 'error': {
-        const error = e.error ?? {};
+        const error = obj(e.error);
         const eventId = str(error.event_id);
         const command = eventId ? this.opts.commandOf?.(eventId) : undefined;
         return [{ type: 'upstream.error', code: str(error.code) || str(error.type) || 'upstream_error', message: str(error.message), ...(command ?? {}) }];
@@ -128,7 +130,7 @@ export class EventMapper {
   }
 
   private itemAdded(e: Json): UpstreamEvent[] {
-    const wire = e.item ?? {};
+    const wire = obj(e.item);
     const id = str(wire.id);
     // The upstream's copy of an item the call already has (the client's, the bridge's picture).
     if (!id || this.opts.known(id)) return [];
@@ -139,7 +141,7 @@ export class EventMapper {
   }
 
   private itemDone(e: Json): UpstreamEvent[] {
-    const wire = e.item ?? {};
+    const wire = obj(e.item);
     const item = this.items.get(str(wire.id));
     if (!item) return [];
     if (!this.frozen.has(item.id)) update(item, wire);
@@ -167,7 +169,7 @@ export class EventMapper {
   private outputAdded(e: Json): UpstreamEvent[] {
     const responseId = str(e.response_id);
     const response = this.responses.get(responseId);
-    const wire = e.item ?? {};
+    const wire = obj(e.item);
     const item = this.items.get(str(wire.id)) ?? itemFromWire(wire);
     if (!item) return [];
     this.remember(item);
@@ -180,7 +182,7 @@ export class EventMapper {
   }
 
   private outputDone(e: Json): UpstreamEvent[] {
-    const wire = e.item ?? {};
+    const wire = obj(e.item);
     const item = this.items.get(str(wire.id));
     if (!item) return [];
     if (!this.frozen.has(item.id)) update(item, wire);
@@ -256,10 +258,10 @@ export class EventMapper {
     this.responses.delete(id);
     const info: ResponseInfo = state?.info ?? { id, status: 'in_progress', output: [], inConversation: r.conversation_id !== null, metadata: r.metadata ?? null };
     info.status = STATUSES.has(r.status) ? (r.status as ResponseStatus) : 'completed';
-    const details = r.status_details ?? {};
-    const reason = str(details.reason) || str(details.error?.code);
+    const details = obj(r.status_details);
+    const reason = str(details.reason) || str(obj(details.error).code);
     if (reason) info.reason = reason;
-    for (const wire of Array.isArray(r.output) ? (r.output as Json[]) : []) {
+    for (const wire of (Array.isArray(r.output) ? (r.output as unknown[]) : []).map(obj)) {
       const item = this.items.get(str(wire.id));
       if (item) {
         if (!this.frozen.has(item.id)) update(item, wire);
@@ -269,8 +271,8 @@ export class EventMapper {
         if (made) info.output.push(this.remember(made));
       }
     }
-    const usage = r.usage;
-    if (usage && typeof usage === 'object') info.usage = { inputTokens: num(usage.input_tokens), outputTokens: num(usage.output_tokens) };
+    const usage = obj(r.usage);
+    if (r.usage && typeof r.usage === 'object') info.usage = { inputTokens: num(usage.input_tokens), outputTokens: num(usage.output_tokens) };
     // The reply's items stay in the call's conversation; this one forgets them.
     for (const item of info.output) this.items.delete(item.id);
     return [{ type: 'response.done', response: { ...info, output: info.output.map(snapshot) } }];
@@ -298,7 +300,7 @@ function update(item: Item, wire: Json): void {
     return;
   }
   if (item.type !== 'message' || !Array.isArray(wire.content)) return;
-  for (const c of wire.content as Json[]) {
+  for (const c of (wire.content as unknown[]).map(obj)) {
     const part = contentFromWire(item.role, c);
     if (!part) continue;
     const mine = item.content.find((p) => p.type === part.type);

@@ -118,7 +118,12 @@ export class UpstreamSocket {
     if (!event || typeof event !== 'object' || Array.isArray(event) || typeof (event as { type?: unknown }).type !== 'string') {
       return this.fail({ code: 'model_failed', message: `The model ${name} sent a message that is not an event (a JSON object with a type).` });
     }
-    this.handlers.message(event as Record<string, unknown>);
+    try {
+      this.handlers.message(event as Record<string, unknown>);
+    } catch (err) {
+      // An event of a shape nothing expected ends this upstream, not the process.
+      this.fail({ code: 'model_failed', message: `The model ${name} sent an event Parley could not read (${String((event as { type: string }).type).slice(0, 64)}).`, cause: err as Error });
+    }
   }
 
   private errorOf(err: Error & { code?: string }): UpstreamFailure {

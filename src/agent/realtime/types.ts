@@ -10,6 +10,8 @@ import type { ResponseRequest } from '../types.js';
 export interface UpstreamFailure {
   code: 'model_unavailable' | 'model_timeout' | 'model_failed';
   message: string;
+  /** What went wrong inside Parley, for the log (never the client's). */
+  cause?: Error;
 }
 
 /** Who a command sent upstream was for: an upstream's error about it goes to the client, or only to the log. */
