@@ -1,6 +1,6 @@
 // The still decoder (an ffmpeg process per picture) on VP8 and H.264 key frames (H.264 through the
-// RTP depacketiser), scaling, images, bad input and its bound on concurrent decodes. Clips are made
-// by ffmpeg at test time.
+// RTP depacketiser), scaling, images, bad input, its bound on concurrent decodes shared fairly per
+// key, and its timeout. Clips are made by ffmpeg at test time.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, test } from 'node:test';
@@ -111,6 +111,34 @@ describe('the still decoder (ffmpeg)', () => {
     await rejects(d.decode({ kind: 'vp8', frame: Buffer.concat([Buffer.from([key[0]! | 1]), key.subarray(1)]) }), 'decode_failed');
     await rejects(d.decode({ kind: 'image', bytes: Buffer.alloc(0) }), 'decode_failed');
     assert.equal(d.figures().failed, 4);
+  });
+
+  test('shared fairly per key: a key holds all slots but one and may have 4 waiting, refused past that; another key starts at once', async () => {
+    const d = new StillDecoder({ concurrency: 2, longSide: 64 });
+    const frame = vp8Keyframe('white', '160x120');
+    const outcome = (p: Promise<unknown>) => p.then(() => 'ok', (err: StillImageError) => err.code);
+    const flood = Array.from({ length: 7 }, () => outcome(d.decode({ kind: 'vp8', frame }, 'key_a')));
+    assert.deepEqual(d.figures(), { decoded: 0, failed: 2, running: 1, waiting: 4 }, 'A: one running (the other slot kept for other keys), four waiting, two refused');
+    const other = outcome(d.decode({ kind: 'vp8', frame }, 'key_b'));
+    assert.equal(d.figures().running, 2, "B's picture starts at once");
+    assert.deepEqual(await Promise.all(flood), ['ok', 'ok', 'ok', 'ok', 'ok', 'decoder_busy', 'decoder_busy']);
+    assert.equal(await other, 'ok');
+  });
+
+  test('a freed slot goes to the waiting key with the fewest running, the one served longest ago among equals', async () => {
+    const d = new StillDecoder({ concurrency: 1, longSide: 64 });
+    const frame = vp8Keyframe('white', '160x120');
+    const order: string[] = [];
+    const decode = (key: string, n: number) => d.decode({ kind: 'vp8', frame }, key).then(() => order.push(`${key}${n}`));
+    const all = [decode('a', 1), decode('a', 2), decode('a', 3), decode('b', 1), decode('c', 1), decode('b', 2)];
+    await Promise.all(all);
+    assert.deepEqual(order, ['a1', 'b1', 'c1', 'a2', 'b2', 'a3'], 'in turn, not in order of arrival');
+  });
+
+  test('a decode past its timeout is decode_timeout, which is the server being busy', async () => {
+    const d = new StillDecoder({ concurrency: 1, longSide: 64, timeoutMs: 1 });
+    await assert.rejects(d.decode({ kind: 'vp8', frame: vp8Keyframe('white', '160x120') }), (err) => err instanceof StillImageError && err.code === 'decode_timeout' && err.serverBusy);
+    await assert.rejects(decoder().decode({ kind: 'image', bytes: Buffer.from('not a picture') }, 'k'), (err) => err instanceof StillImageError && err.code === 'decode_failed' && !err.serverBusy);
   });
 
   test('concurrency is bounded: a few wait, the rest are refused at once', async () => {

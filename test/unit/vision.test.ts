@@ -131,14 +131,14 @@ describe('pictures in model requests', () => {
 });
 
 describe("input_image on OpenAI's protocol", () => {
-  test('the events after an image wait for its decode and keep their order; a busy decoder is server_busy', async () => {
+  test('the events after an image wait for its decode and keep their order; a busy decoder or a decode timed out is server_busy, a picture that is none invalid_image', async () => {
     const calls: string[] = [];
     let release: (image: StillImage) => void = () => {};
-    let busy = false;
+    let failure: StillImageError | undefined;
     const control = {
       audioInEvents: false,
       conversation: { get: () => undefined },
-      decodeImage: () => (busy ? Promise.reject(new StillImageError('decoder_busy', 'busy')) : new Promise<StillImage>((resolve) => (release = resolve))),
+      decodeImage: () => (failure ? Promise.reject(failure) : new Promise<StillImage>((resolve) => (release = resolve))),
       addItem: (item: Item) => (calls.push(`add ${item.type === 'message' ? item.content.map((c) => c.type).join('+') : item.type}`), { ok: true, previousItemId: null }),
       createResponse: () => (calls.push('respond'), { ok: true }),
       logFailure: (err: Error) => calls.push(`failure ${err.message}`),
@@ -152,9 +152,19 @@ describe("input_image on OpenAI's protocol", () => {
     release({ jpeg: Buffer.from([0xff, 0xd8]), thumbnail: Buffer.alloc(0), width: 1, height: 1, swatch: new Uint8Array(3) });
     await until('both handled', () => calls.length, (n) => n >= 2);
     assert.deepEqual(calls, ['add input_text+input_image', 'respond']);
-    busy = true;
-    protocol.receive(image());
-    await until('the refusal', () => sent.filter((m) => m.type === 'error').length, (n) => n >= 1);
-    assert.deepEqual(sent.filter((m) => m.type === 'error').map((m) => [m.error.type, m.error.code, m.error.event_id]), [['server_error', 'server_busy', 'img']]);
+    for (const [i, code] of (['decoder_busy', 'decode_timeout', 'decode_failed', 'too_large'] as const).entries()) {
+      failure = new StillImageError(code, code);
+      protocol.receive(image());
+      await until(`the refusal for ${code}`, () => sent.filter((m) => m.type === 'error').length, (n) => n > i);
+    }
+    assert.deepEqual(
+      sent.filter((m) => m.type === 'error').map((m) => [m.error.type, m.error.code, m.error.event_id]),
+      [
+        ['server_error', 'server_busy', 'img'],
+        ['server_error', 'server_busy', 'img'],
+        ['invalid_request_error', 'invalid_image', 'img'],
+        ['invalid_request_error', 'invalid_image', 'img'],
+      ],
+    );
   });
 });

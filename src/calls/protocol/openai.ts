@@ -10,6 +10,7 @@ import { imageDataUrl, newItemId, type ContentPart, type Item } from '../../sess
 import { noEventLeft, type CallEvent, type ResponseInfo } from '../../session/events.js';
 import type { SessionDefaults } from '../../session/session.js';
 import { MAX_AUDIO_MESSAGE_BYTES, MAX_MESSAGE_BYTES, readClientMessage } from './message.js';
+import { StillImageError } from '../../media/stillImage.js';
 import { applyOpenAiSession, openAiSessionObject, paramProblem, ToolChoiceSchema, toolChoiceOf, type ParamProblem } from './openaiSession.js';
 import type { CallControl, ClientProtocol } from './types.js';
 
@@ -170,8 +171,8 @@ async function itemWithImages(w: WireItem, control: CallControl): Promise<Item> 
       const image = await control.decodeImage(bytes);
       parts.push({ type: 'input_image', image, detail: c.detail ?? 'auto', source: 'client' });
     } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (code === 'decoder_busy') throw problem('server_busy', (err as Error).message, 'item.content.image_url', 'server_error');
+      // A full decoder or a decode timed out is the server's state, not the client's picture.
+      if (err instanceof StillImageError && err.serverBusy) throw problem('server_busy', err.message, 'item.content.image_url', 'server_error');
       throw problem('invalid_image', `input_image could not be read as an image: ${(err as Error).message}`, 'item.content.image_url');
     }
   }
@@ -183,6 +184,15 @@ function carriesImage(item: unknown): boolean {
   const content = (item as { content?: unknown } | null)?.content;
   return Array.isArray(content) && content.some((c) => (c as { type?: unknown } | null)?.type === 'input_image');
 }
+
+/** Whether a client's item carries audio (base64 in a part), which may make it large over a WebSocket. */
+function carriesAudio(item: unknown): boolean {
+  const content = (item as { content?: unknown } | null)?.content;
+  return Array.isArray(content) && content.some((c) => typeof (c as { audio?: unknown } | null)?.audio === 'string');
+}
+
+/** The only events that may be larger than MAX_MESSAGE_BYTES (what in them may be large is checked once read). */
+const LARGE_EVENTS: ReadonlySet<string> = new Set(['input_audio_buffer.append', 'conversation.item.create']);
 
 interface Problem {
   code: string;
@@ -234,7 +244,8 @@ export function openAiProtocol(defaults: SessionDefaults) {
       'session.update': (e) => {
         const result = applyOpenAiSession(control.session(), e.session, defaults.turnDetection);
         if (!result.ok) return result.problem;
-        control.updateSession(result.session);
+        const applied = control.updateSession(result.session);
+        if (!applied.ok) return { code: applied.code, message: applied.message, param: 'session.model' };
         emit({ type: 'session.updated', session: sessionObject() });
       },
       'input_audio_buffer.append': (e) => {
@@ -483,16 +494,17 @@ export function openAiProtocol(defaults: SessionDefaults) {
     function handle(text: string): Promise<void> | void {
         // Audio in events (a WebSocket): an append may be as large as OpenAI takes; any other event as
         // over a data channel, where an item with an image may be larger than other events.
-        const reading = readClientMessage(text, control.audioInEvents ? MAX_AUDIO_MESSAGE_BYTES : DATA_CHANNEL_IMAGE_MESSAGE_BYTES);
-        if (!reading.ok) return fail({ code: reading.code, message: reading.message });
+        // A larger one of another type is refused before it is parsed.
+        const reading = readClientMessage(text, control.audioInEvents ? MAX_AUDIO_MESSAGE_BYTES : DATA_CHANNEL_IMAGE_MESSAGE_BYTES, LARGE_EVENTS);
+        if (!reading.ok) return fail({ code: reading.code, message: reading.message }, reading.eventId);
         const m = reading.message;
         const eventId = typeof m.event_id === 'string' ? m.event_id.slice(0, 128) : undefined;
         const type = m.type;
         if (typeof type !== 'string') return fail({ code: 'missing_required_parameter', message: "Missing required parameter: 'type'.", param: 'type' }, eventId);
         if (!(type in CLIENT_EVENTS)) return fail({ code: 'invalid_value', message: `Invalid value: '${type.slice(0, 64)}'. Supported values are: ${Object.keys(CLIENT_EVENTS).join(', ')}.`, param: 'type' }, eventId);
         const kind = type as ClientEventType;
-        // On a WebSocket an item may carry audio as large as an append; on a data channel only an image makes one large.
-        const mayBeLarge = kind === 'input_audio_buffer.append' || (kind === 'conversation.item.create' && (control.audioInEvents || carriesImage(m.item)));
+        // On a WebSocket an item's audio may be as large as an append; on a data channel only an image makes one large.
+        const mayBeLarge = kind === 'input_audio_buffer.append' || (kind === 'conversation.item.create' && (carriesImage(m.item) || (control.audioInEvents && carriesAudio(m.item))));
         if (!mayBeLarge && Buffer.byteLength(text) > MAX_MESSAGE_BYTES) {
           return fail({ code: 'message_too_large', message: `Only input_audio_buffer.append and conversation.item.create may be larger than ${MAX_MESSAGE_BYTES} bytes.` }, eventId);
         }

@@ -6,8 +6,8 @@ import { Ajv } from 'ajv';
 import { itemText, newItemId, type Item } from '../../session/conversation.js';
 import { noEventLeft, type CallEvent } from '../../session/events.js';
 import { readClientMessage } from './message.js';
-import { applySessionUpdate, orgaSessionObject } from './orgaSession.js';
-import type { CallControl, ClientProtocol } from './types.js';
+import { orgaSessionObject, sessionUpdater, type SessionUpdater } from './orgaSession.js';
+import type { CallControl, ClientProtocol, ProtocolFactory } from './types.js';
 
 const MAX_TEXT_CHARS = 4096;
 
@@ -21,7 +21,13 @@ const ItemCreate = Type.Object({
 });
 const validateItemCreate = new Ajv({ strict: false }).compile(ItemCreate);
 
-export function orgaProtocol(control: CallControl, send: (message: object) => void): ClientProtocol {
+/** The Orga protocol for a catalogue whose ids and aliases are `models`. */
+export function orgaProtocol(models: readonly string[]): ProtocolFactory {
+  const applySessionUpdate = sessionUpdater(models);
+  return (control, send) => orgaClientProtocol(control, send, applySessionUpdate);
+}
+
+function orgaClientProtocol(control: CallControl, send: (message: object) => void, applySessionUpdate: SessionUpdater): ClientProtocol {
   const error = (code: string, message: string, extra: Record<string, unknown> = {}) =>
     send({ type: 'error', error: { type: 'invalid_request_error', code, message, param: null, ...extra } });
 
@@ -33,7 +39,8 @@ export function orgaProtocol(control: CallControl, send: (message: object) => vo
       if (!result.ok) {
         return error('invalid_session_update', result.detail.map((d) => `${d.loc.slice(1).join('.')}: ${d.msg}`).join('; '), { detail: result.detail });
       }
-      control.updateSession(result.session);
+      const applied = control.updateSession(result.session);
+      if (!applied.ok) return error(applied.code, applied.message);
       send({ type: 'session.updated', session: orgaSessionObject(control.session(), control.id) });
     },
     'response.cancel': () => {

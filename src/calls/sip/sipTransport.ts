@@ -19,7 +19,7 @@ import { RtpSession } from '../../media/rtpSession.js';
 import { SRTP_KEY_BYTES, SRTP_SALT_BYTES, SrtpChannel } from '../../media/srtp.js';
 import { TelephoneEvents } from '../../media/telephoneEvent.js';
 import { rtpQuality, type WireQuality } from '../callFigures.js';
-import type { MediaTrackTransport, TransportEvents } from '../transport.js';
+import type { MediaTrackTransport, TransportEvents, WireOutcome } from '../transport.js';
 import { answerDirection, type AudioOffer } from './sdp.js';
 
 /** An outbound call's reception before the callee answered. */
@@ -76,9 +76,14 @@ export class SipTransport implements MediaTrackTransport {
   private srtp: SrtpChannel | undefined;
   /**
    * The final SIP status of an outbound call's INVITE (200 answered, 486 busy, 487 after our CANCEL
-   * at the ring timeout…), for its record and webhooks; undefined for an incoming call.
+   * at the ring timeout…), set by the SIP door; undefined for an incoming call.
    */
   sipStatus: number | undefined;
+
+  /** The call's outcome on this wire (its record and webhooks): the outbound INVITE's final status. */
+  get outcome(): WireOutcome | undefined {
+    return this.sipStatus === undefined ? undefined : { wire: this.kind, code: this.sipStatus };
+  }
   /** When the caller's RTP or RTCP last came (options.now()), and the timer watching it. */
   private lastHeard = 0;
   private readonly now: () => number;
