@@ -48,6 +48,7 @@ function run(calls: number, seconds: number, ptimeMs: number, complexity: number
       session: () => ({}) as never,
       audio: sender,
       conversation: new Conversation(),
+      modelFailed: () => {},
       emit: () => {},
       turnCompleted: () => {},
     });

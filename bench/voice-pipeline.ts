@@ -186,7 +186,7 @@ const session = {
   voice: VOICE,
   transcribeInput: true,
 };
-const agent = agents.registry.factoryFor(MODEL).create({
+const agent = agents.models.forced(MODEL).factory.create({
   conversationId: 'conv_bench',
   apiKeyId: 'key_bench',
   session: () => session,
@@ -194,6 +194,7 @@ const agent = agents.registry.factoryFor(MODEL).create({
   conversation,
   emit: (e) => events.push({ ...e, at: performance.now() }),
   turnCompleted: () => {},
+  modelFailed: () => {},
 });
 // The caller's 48 kHz frames at the rate the agent hears at, as a call's transport converts them.
 const toAgentRate = frameConverter(48_000, agent.inputSampleRate);

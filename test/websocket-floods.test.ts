@@ -2,11 +2,13 @@
 // helpers/socketFlooder.ts), while the node is watched: made-up API keys upgrade after upgrade meet
 // the per-address key-lookup limit (429 before the upgrade) and /healthz stays quick; a session
 // appending 20 MB/s of audio, in appends of 48 KiB, 2 MiB or 15 MiB, leaves a bystander session's
-// round trip (session.update → session.updated) and /healthz quick, and itself goes on. These
-// measure time: the bounds are generous for a busy 2-core machine (the figures are printed as
-// diagnostics).
+// round trip (session.update → session.updated) and /healthz quick, and itself goes on; sessions
+// sending 15 MiB messages that are no audio (5 M empty arrays, 7.5 M levels of nesting) are each told
+// so, go on, and cost the node a bounded slice of memory while /healthz answers. These measure time:
+// the bounds are generous for a busy 2-core machine (the figures are printed as diagnostics).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
@@ -172,4 +174,74 @@ describe('a session appending 20 MB/s of audio', () => {
       assert.equal(alive, true, 'the flooding session still answers');
     });
   }
+});
+
+/** The server process's resident memory (MB), read from /proc: it answers while the server's event loop is held. */
+function rssMb(pid: number): number {
+  const kb = Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+  return kb / 1024;
+}
+
+describe('15 MiB messages that are no audio, from six sessions', () => {
+  let server: RunningServer;
+  before(async () => {
+    server = await startServer({ TURN_ENABLED: 'false' });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  // Before (issue 44): one message of 5 M empty arrays was parsed and walked whole (8 s of CPU, RSS
+  // +833 MB), six sessions × two held /healthz for about 75 s (RSS 2.6 GB). Each is refused after
+  // a scan that stops at 1,024 values or 32 levels, whatever its size.
+  test('5 M empty arrays and 7.5 M levels of nesting: each session told (invalid_event / message_too_large) and still answering; /healthz answers; RSS grows < 400 MB', async (t) => {
+    const pid = server.proc.pid!;
+    const attacker = await flooder(server, 'bombs', '6');
+    const rssBefore = rssMb(pid);
+    let rssMax = rssBefore;
+    const sampler = setInterval(() => (rssMax = Math.max(rssMax, rssMb(pid))), 50);
+    let over = false;
+    let overAt = Infinity;
+    const attacking = attacker.go().finally(() => {
+      over = true;
+      overAt = performance.now();
+    });
+    // /healthz, back to back, each with a generous bound of its own (before: every one timed out for ~75 s).
+    let maxHealthzMs = 0;
+    let probes = 0;
+    let unanswered = 0;
+    try {
+      while (!over || performance.now() - overAt < 1000) {
+        const started = performance.now();
+        const status = await fetch(`${server.baseUrl}/healthz`, { signal: AbortSignal.timeout(10_000) }).then(
+          async (res) => (await res.arrayBuffer(), res.status),
+          () => 0,
+        );
+        if (status !== 200) unanswered++;
+        maxHealthzMs = Math.max(maxHealthzMs, performance.now() - started);
+        probes++;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } finally {
+      clearInterval(sampler);
+    }
+    const report = (await attacking) as { sessions: { variant: number; errors: { code: string; eventId: string | null }[]; alive: boolean; closeCode?: number }[]; seconds: number };
+    t.diagnostic(
+      `${report.sessions.length} sessions × 2 messages in ${report.seconds.toFixed(1)} s; /healthz max ${Math.round(maxHealthzMs)} ms over ${probes} probes, ${unanswered} unanswered within 10 s; RSS ${Math.round(rssBefore)} → max ${Math.round(rssMax)} MB (+${Math.round(rssMax - rssBefore)}); ${JSON.stringify(report.sessions)}`,
+    );
+    assert.equal(unanswered, 0, 'every /healthz answered 200 within 10 s');
+    report.sessions.forEach((s, i) => {
+      // Variant 0: a bare array (not an object); 1: under a session.update (no type that may be
+      // large); 2: as an append's audio (past the values a large message may hold). Then, in each, the
+      // nesting, as an append's audio.
+      const first = [
+        { code: 'invalid_event', eventId: null },
+        { code: 'message_too_large', eventId: `evt_${i}_a` },
+        { code: 'invalid_event', eventId: `evt_${i}_a` },
+      ][s.variant];
+      assert.deepEqual(s.errors, [first, { code: 'invalid_event', eventId: `evt_${i}_d` }], `session ${i}`);
+      assert.equal(s.alive, true, `session ${i} still answers a session.update`);
+    });
+    assert.ok(rssMax - rssBefore < 400, `RSS grew ${Math.round(rssMax - rssBefore)} MB`);
+  });
 });

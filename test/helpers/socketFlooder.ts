@@ -7,6 +7,10 @@
 //   appends <bytes a second> <message bytes> <seconds>: a session (the API key) sent
 //     input_audio_buffer.append messages of about that size (noise, so the VAD works) at that rate;
 //     report { sentBytes, seconds, errorCodes, alive } (alive: a session.update answered afterwards).
+//   bombs <sessions>: that many sessions each sent two 15 MiB messages that are no audio, 5 M empty
+//     arrays (variant by session: bare, under a session.update, under an append's `audio`) and
+//     7.5 M levels of nesting under an append's `audio`, then a session.update; report
+//     { sessions: [{ variant, errors: [{ code, eventId }], alive, closeCode }], seconds }.
 //
 //   node --import tsx test/helpers/socketFlooder.ts <baseUrl> <apiKey> bad-keys|appends …
 import { randomBytes } from 'node:crypto';
@@ -93,6 +97,56 @@ async function appends(bytesPerSecond: number, messageBytes: number, seconds: nu
   return { sentBytes, seconds: flooded, errorCodes, alive };
 }
 
+/** The two messages of a session of `bombs`: 15 MB each, no audio in them. */
+function bombMessages(variant: number, session: number): string[] {
+  const arrays = `[${'[],'.repeat(5_000_000 - 1)}[]]`;
+  const deep = `${'['.repeat(7_500_000)}${']'.repeat(7_500_000)}`;
+  const manyArrays = [
+    arrays,
+    `{"event_id":"evt_${session}_a","type":"session.update","session":{"instructions":${arrays}}}`,
+    `{"event_id":"evt_${session}_a","type":"input_audio_buffer.append","audio":${arrays}}`,
+  ][variant]!;
+  return [manyArrays, `{"event_id":"evt_${session}_d","type":"input_audio_buffer.append","audio":${deep}}`];
+}
+
+async function bombs(sessions: number): Promise<object> {
+  const opened = await Promise.all(
+    Array.from({ length: sessions }, async (_, i) => {
+      const ws = new WebSocket(socketUrl, { headers: { authorization: `Bearer ${apiKey}` }, perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
+      const events: { type: string; event_id?: string; error?: { code?: string; event_id?: string } }[] = [];
+      let closeCode: number | undefined;
+      ws.on('message', (data) => events.push(JSON.parse(String(data))));
+      ws.on('close', (code) => (closeCode = code));
+      await new Promise<void>((resolve, reject) => {
+        ws.once('open', () => resolve());
+        ws.once('unexpected-response', (_req, res) => reject(new Error(`refused: ${res.statusCode}`)));
+      });
+      return { ws, events, variant: i % 3, messages: bombMessages(i % 3, i), closeCode: () => closeCode };
+    }),
+  );
+  console.log('ready');
+  await go();
+  const startedAt = performance.now();
+  const results = await Promise.all(
+    opened.map(async ({ ws, events, variant, messages, closeCode }) => {
+      for (const m of messages) ws.send(m);
+      // Its two errors (or its end), then a round trip that says it is still there.
+      const until = async (done: () => boolean, ms: number) => {
+        const deadline = performance.now() + ms;
+        while (!done() && ws.readyState === WebSocket.OPEN && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      };
+      const errors = () => events.filter((e) => e.type === 'error');
+      await until(() => errors().length >= 2, 120_000);
+      if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: 'session.update', session: { type: 'realtime', instructions: 'Still here?' } }));
+      await until(() => events.some((e) => e.type === 'session.updated'), 60_000);
+      const alive = events.some((e) => e.type === 'session.updated');
+      ws.close();
+      return { variant, errors: errors().map((e) => ({ code: e.error?.code, eventId: e.error?.event_id })), alive, closeCode: closeCode() };
+    }),
+  );
+  return { sessions: results, seconds: (performance.now() - startedAt) / 1000 };
+}
+
 const report =
   mode === 'bad-keys'
     ? await (async () => {
@@ -100,6 +154,8 @@ const report =
         await go();
         return badKeys(Number(args[0]));
       })()
-    : await appends(Number(args[0]), Number(args[1]), Number(args[2]));
+    : mode === 'bombs'
+      ? await bombs(Number(args[0]))
+      : await appends(Number(args[0]), Number(args[1]), Number(args[2]));
 console.log(JSON.stringify(report));
 process.exit(0);
