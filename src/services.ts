@@ -7,21 +7,22 @@ import { NodeAuth } from './auth/nodeAuth.js';
 import { openStore, type Store } from './auth/store.js';
 import { TokenService } from './auth/tokens.js';
 import { createAgents } from './agent/agents.js';
+import { realtimeAgents } from './agent/realtime/bridge.js';
 import type { EngineHealth } from './agent/health.js';
 import { endpointingDefaults } from './agent/providers.js';
 import type { ModelRouter } from './agent/modelRouter.js';
 import { Admission } from './calls/admission.js';
 import { CallManager } from './calls/callManager.js';
 import { RevocationWatcher } from './calls/revocationWatcher.js';
-import { SipDialerSlot } from './calls/sip/sipDialer.js';
-import { SipRouting } from './calls/sip/sipRouting.js';
+import { SipDialerSlot } from './sip/dialer.js';
+import { SipRouting } from './sip/routing.js';
 import { NodeDirectory } from './calls/nodeDirectory.js';
 import { Placement } from './calls/placement.js';
 import { CandidateFilter, ownMediaAddresses } from './calls/webrtc/candidateFilter.js';
 import { WebRtcTransports } from './calls/webrtc/webrtcTransports.js';
 import { Metrics } from './observability/metrics.js';
 import { EventLoopWatch } from './observability/eventLoop.js';
-import { NodeLoad } from './observability/nodeLoad.js';
+import { DEFAULT_LOAD_THRESHOLD, NodeLoad } from './observability/nodeLoad.js';
 import { EncoderComplexity } from './media/encoderComplexity.js';
 import { ReadinessChecks, type Health } from './observability/readiness.js';
 import { startTracing, type SpanParent } from './observability/tracing.js';
@@ -153,8 +154,10 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   readiness.register('event_loop', eventLoop);
   // The node's load: the encoders give up complexity as it rises, and above LOAD_THRESHOLD the node
   // takes no new calls (admission) while other nodes are offered them (the heartbeat's load).
-  const encoderComplexity = new EncoderComplexity({ max: config.OPUS_COMPLEXITY, min: config.OPUS_MIN_COMPLEXITY, threshold: config.LOAD_THRESHOLD });
-  metrics.loadThreshold.set(config.LOAD_THRESHOLD);
+  // Unset, the threshold steers calls to other nodes but refuses none that no other node takes.
+  const loadThreshold = config.LOAD_THRESHOLD ?? DEFAULT_LOAD_THRESHOLD;
+  const encoderComplexity = new EncoderComplexity({ max: config.OPUS_COMPLEXITY, min: config.OPUS_MIN_COMPLEXITY, threshold: loadThreshold });
+  metrics.loadThreshold.set(loadThreshold);
   metrics.maxConcurrentCalls.set(config.MAX_CONCURRENT_CALLS);
   metrics.opusComplexity.set(encoderComplexity.current);
   /** Tells the other nodes at once when this one stops or starts taking calls (set once it heartbeats). */
@@ -163,7 +166,8 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   /** The node's calls, for the load's projection (admission counts them, once it exists). */
   let callsNow = () => 0;
   const nodeLoad: NodeLoad = new NodeLoad({
-    threshold: config.LOAD_THRESHOLD,
+    threshold: loadThreshold,
+    operatorSet: config.LOAD_THRESHOLD !== undefined,
     calls: () => callsNow(),
     loopLagMs: () => eventLoop.worstDelayMs,
     onSample: (load) => {
@@ -172,7 +176,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
       const accepting = nodeLoad.overloaded === undefined;
       if (accepting !== wasAccepting) {
         wasAccepting = accepting;
-        log.warn({ load: Number(load.toFixed(2)), threshold: config.LOAD_THRESHOLD }, accepting ? 'load back under the threshold: taking new calls again' : 'load above the threshold: new calls go to other nodes');
+        log.warn({ load: Number(load.toFixed(2)), threshold: loadThreshold }, accepting ? 'load back under the threshold: taking new calls again' : 'load above the threshold: new calls go to other nodes');
         loadTurned();
       }
     },
@@ -196,7 +200,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   // listeners are among what they may not reach, this node's HTTP port once it is known.
   let httpListener: Listener | undefined = configuredHttpListener(config);
   const outboundGuard = webhookGuard(config, nodeStore, () => httpListener);
-  const agents = createAgents(config, log, { metrics, mcpGuard: outboundGuard });
+  const agents = createAgents(config, log, { metrics, mcpGuard: outboundGuard, realtime: realtimeAgents(config, log, metrics) });
   teardown.add('agents', () => agents.close());
   const sessionDefaults = sessionDefaultsOf(config);
   const nodeId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
@@ -374,6 +378,7 @@ function admissionOf(config: Config, metrics: Metrics, overload: () => string | 
       maxHalfOpenPerKey: config.MAX_HALF_OPEN_CALLS_PER_KEY,
       maxCallsPerToken: config.MAX_CALLS_PER_TOKEN,
       ownHalfOpen: { sip: config.SIP_MAX_HALF_OPEN_CALLS },
+      loadRefusesAlone: config.LOAD_THRESHOLD !== undefined,
     },
     (counts) => metrics.halfOpenCalls.set(counts.halfOpen),
     overload,

@@ -21,6 +21,8 @@ export interface ConversationTurn {
 
 export interface AgentContext {
   conversationId: string;
+  /** The API key the call belongs to: what the node shares among calls (the picture decoder) it shares fairly among keys. */
+  apiKeyId: string;
   /** The live session (changes with session.update; read it when needed). */
   session(): Session;
   audio: AudioOut;

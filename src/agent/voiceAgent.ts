@@ -112,7 +112,7 @@ export class VoiceAgent implements Agent {
     this.camera =
       stills && requestKeyframe
         ? new Camera({
-            decoder: stills,
+            decoder: { decode: (source) => stills.decode(source, ctx.apiKeyId) },
             requestKeyframe,
             keyframeWaitMs: deps.keyframeWaitMs ?? 400,
             decoded: (ms) => deps.onPicture?.({ decodedMs: ms }),
@@ -149,7 +149,7 @@ export class VoiceAgent implements Agent {
 
   decodeImage(bytes: Buffer): Promise<StillImage> {
     if (!this.deps.stills) return Promise.reject(new Error('This server decodes no images.'));
-    return this.deps.stills.decode({ kind: 'image', bytes });
+    return this.deps.stills.decode({ kind: 'image', bytes }, this.ctx.apiKeyId);
   }
 
   onVideoFrame(frame: VideoFrameInfo): void {

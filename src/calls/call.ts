@@ -122,6 +122,7 @@ export class Call implements CallControl {
     this.host = new AgentHost(
       {
         conversationId: this.id,
+        apiKeyId: this.apiKeyId,
         session: () => this.current,
         audio: this.meter.metered(this.transport.audioOut),
         conversation: this.conversation,

@@ -84,6 +84,11 @@ export class CallManager {
   }
 
   /** True from the start of a shutdown drain: new work is refused. */
+  /** The catalogue's models (which a door checks a request's model against). */
+  get models(): ModelChooser {
+    return this.opts.models;
+  }
+
   get isDraining(): boolean {
     return this.draining;
   }

@@ -49,15 +49,20 @@ export type Opened<Accepted, Placed = never> = { ok: true; call: Call; accepted:
 
 /** Opens the door's call on this node, or says why not (and where it went, when another node took it). */
 export async function openCall<Accepted, Placed = never>(calls: CallManager, door: DoorRequest<Accepted, Placed>): Promise<Opened<Accepted, Placed>> {
+  // The model first: a key that may not use it is refused whatever the node's room (another node
+  // would refuse it too), and a model no node can run now is not worth a place.
+  const model = modelRefusal(calls, door.request);
+  if (model) return { ok: false, refusal: model };
   const first = await attempt(calls, door);
   if (first.ok) return first;
   const { refusal } = first;
-  if (refusal.kind !== 'full' && refusal.kind !== 'loaded') return first;
+  if (refusal.kind !== 'full' && refusal.kind !== 'loaded') return { ok: false, refusal };
   const placed = await door.elsewhere?.();
   if (placed !== undefined) return { ok: false, refusal: { ...refusal, placed } };
   // Nobody else took it, and the load threshold is not the operator's: this node takes it, degraded.
-  if (first.mayTakeAlone) return attempt(calls, door, { despiteLoad: true });
-  return { ok: false, refusal };
+  if (!first.mayTakeAlone) return { ok: false, refusal };
+  const again = await attempt(calls, door, { despiteLoad: true });
+  return again.ok ? again : { ok: false, refusal: again.refusal };
 }
 
 async function attempt<Accepted, Placed>(
@@ -73,6 +78,17 @@ async function attempt<Accepted, Placed>(
     if (!refusal) throw err;
     return { ok: false, refusal, mayTakeAlone: err instanceof CallCapacityExceeded && err.mayTakeAlone };
   }
+}
+
+function modelRefusal(calls: CallManager, request: CallRequest): Refusal | undefined {
+  const { model } = request.session;
+  if (!calls.models.allows(model, request.apiKeyId)) {
+    return { kind: 'model_not_allowed', model, message: `This API key may not use the model ${model}; GET /v1/realtime/models lists the models it may use.` };
+  }
+  if (!calls.models.choose(model)) {
+    return { kind: 'model_unavailable', model, message: `The model ${model} cannot take calls on this server now (it is failing, or its engines are not installed here, and no fallback is available).` };
+  }
+  return undefined;
 }
 
 /** The refusal an error of the call manager stands for; undefined for a failure (a store error). */

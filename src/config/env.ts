@@ -708,8 +708,7 @@ export const settings = {
     parse: int(0, 10),
   },
   LOAD_THRESHOLD: {
-    doc: "The node's load (0–1: the busiest of its event loop's busy share, the machine's cores' busy share, and its event loop's lateness against 100 ms; smoothed over ≈ 3 s) at which it takes no new calls itself: calls go to the least-loaded other node under it (WebRTC offers are passed on), or get 503 with Retry-After. It takes calls again 0.05 below. 0: off (only MAX_CONCURRENT_CALLS limits).",
-    default: '0.75',
+    doc: "The node's load (0–1: the busiest of its event loop's busy share, the machine's cores' busy share, and its event loop's lateness against 100 ms, 100 ms or more counting as 1; smoothed over ≈ 3 s) at which it takes no new calls itself: calls go to the least-loaded other node under it (WebRTC offers are passed on), or get 503 with Retry-After. It takes calls again 0.05 below. Unset: 0.75, but only to steer calls: a node that no other node takes a call from takes it itself (its Opus complexity lowered, /readyz degraded). 0: off (only MAX_CONCURRENT_CALLS limits).",
     parse: num(0, 1),
   },
   VAD: {
@@ -749,9 +748,14 @@ export const settings = {
     parse: bool,
   },
   VISION_DECODE_CONCURRENCY: {
-    doc: "Pictures (the camera's key frame at the end of a turn, a client's input_image) one node decodes at once, each in an ffmpeg process of its own (≈ 40 ms of a core each); a few more wait, the rest are refused (the turn goes on without its picture).",
+    doc: "Pictures (the camera's key frame at the end of a turn, a client's input_image) one node decodes at once, each in an ffmpeg process of its own (≈ 40 ms of a core each), shared fairly among API keys: one key holds at most all but one of them, and may have 4 more waiting; past that its pictures are refused with server_busy (a camera's turn goes on without its picture).",
     default: '2',
     parse: int(1, 32),
+  },
+  VISION_DECODE_TIMEOUT_MS: {
+    doc: "How long one picture's decode may take before it is stopped: the client is told server_busy (the node was too busy, or the picture too heavy), a camera's turn goes on without its picture.",
+    default: '5000',
+    parse: int(10, 60000),
   },
   VISION_IMAGE_LONG_SIDE: { doc: "Long side, in pixels, of the JPEG a picture is scaled to for the model (and stored on the conversation's item).", default: '768', parse: int(64, 2048) },
   VISION_KEYFRAME_WAIT_MS: {
@@ -778,7 +782,7 @@ export const settings = {
     parse: oneOf('pocketsphinx', 'http'),
   },
   STT_WORKERS: {
-    doc: 'Worker threads running the built-in speech recogniser (each holds its decoders; about one per core is right).',
+    doc: 'Worker processes running the built-in speech recogniser, started with the node and shared by every call (each holds its decoders, about 100 MB; about one per core is right).',
     default: '2',
     parse: int(1, 32),
   },

@@ -12,10 +12,10 @@ import type { Dialog, Dialogs } from './dialogs.js';
 import { sipRefusal } from './doorRefusals.js';
 import type { Peer } from './listener.js';
 import { uriOf, userOf, type SipRequest } from './message.js';
-import { randomTag, reasonPhrase, withTag } from './responses.js';
+import { randomTag, reasonPhrase } from './responses.js';
 import type { InviteServerTransaction } from './serverTransactions.js';
 import { TRANSACTION_MS } from './timers.js';
-import type { RouteOutcome } from '../calls/sip/sipRouting.js';
+import type { RouteOutcome } from './routing.js';
 
 export class InviteHandler {
   constructor(
@@ -78,23 +78,7 @@ export class InviteHandler {
       void call.end('cancelled');
       return respond(req, peer, 487, 'Request Terminated', tx, [], localTag);
     }
-    const dialog: Dialog = {
-      conversationId,
-      callId: req.callId,
-      localTag,
-      localUri: withTag(req.to, localTag),
-      remoteUri: req.from,
-      remoteTarget: uriOf(contact),
-      routeSet: req.headers.all('record-route'),
-      peer,
-      localSeq: 0,
-      transport,
-      sessionId,
-      sdpVersion: 1,
-      ended: false,
-    };
-    this.dialogs.add(dialog);
-    call.observe({ ended: () => void this.dialogs.forget(dialog) });
+    const dialog = this.dialogs.open({ side: 'callee', invite: req, contact, localTag }, { conversationId, peer, transport, sessionId, observe: (o) => call.observe(o) });
     respond(req, peer, 180, 'Ringing', tx, [[CALL_ID_HEADER, conversationId]], localTag);
     // A call ended while it rings (hung up through the API, timed out) stops waiting too.
     tx.ringing = new AbortController();

@@ -30,8 +30,8 @@ export interface OutgoingInvite {
   body: string;
 }
 
-/** Header fields of the INVITE its ACK of a failure repeats as they are (§17.1.1.3; the top Via only). */
-const ACK_KEEPS = new Set(['max-forwards', 'route', 'from', 'call-id']);
+/** Header fields of our INVITE that its ACK and CANCEL repeat as they are (besides the top Via). */
+const KEPT = new Set(['max-forwards', 'route', 'from', 'call-id']);
 
 export class InviteClientTransaction {
   state: InviteClientState = 'calling';
@@ -115,23 +115,9 @@ export class InviteClientTransaction {
     this.timers.clear();
   }
 
-  /**
-   * The ACK of a failure response (§17.1.1.3): our INVITE's top Via, Max-Forwards, Route, From,
-   * Call-ID and CSeq number, in its order, with the response's To (the callee's tag).
-   */
+  /** The ACK of a failure response (§17.1.1.3): our INVITE's, with the response's To (the callee's tag). */
   private ack(res: SipResponse): void {
-    let via = false;
-    const headers: Headers = [];
-    for (const [name, value] of this.request.headers) {
-      const key = name.toLowerCase();
-      if (key === 'via') {
-        if (!via) headers.push([name, value]);
-        via = true;
-      } else if (key === 'to') headers.push([name, res.to]);
-      else if (key === 'cseq') headers.push([name, `${res.cseq.seq} ACK`]);
-      else if (ACK_KEEPS.has(key)) headers.push([name, value]);
-    }
-    this.send(writeMessage(`ACK ${this.request.uri} SIP/2.0`, headers));
+    this.send(sameTransaction(this.request, 'ACK', res.to));
   }
 
   private after(ms: number, fn: () => void): void {
@@ -141,6 +127,32 @@ export class InviteClientTransaction {
     }, ms).unref();
     this.timers.add(timer);
   }
+}
+
+/**
+ * A request of the same transaction as our INVITE (its ACK of a failure, §17.1.1.3; its CANCEL, §9.1):
+ * the INVITE's Request-URI, top Via, Max-Forwards, Route, From, Call-ID and CSeq number, in its order,
+ * with `to` as the To.
+ */
+function sameTransaction(invite: OutgoingInvite, method: 'ACK' | 'CANCEL', to: string): Buffer {
+  let via = false;
+  const headers: Headers = [];
+  for (const [name, value] of invite.headers) {
+    const key = name.toLowerCase();
+    if (key === 'via') {
+      if (!via) headers.push([name, value]);
+      via = true;
+    } else if (key === 'to') headers.push([name, to]);
+    else if (key === 'cseq') headers.push([name, `${value.split(' ')[0]} ${method}`]);
+    else if (KEPT.has(key)) headers.push([name, value]);
+  }
+  return writeMessage(`${method} ${invite.uri} SIP/2.0`, headers);
+}
+
+/** The CANCEL of our INVITE (§9.1): the To as the INVITE's (no tag), and the same branch. */
+export function cancelOf(invite: OutgoingInvite): Buffer {
+  const to = invite.headers.find(([name]) => name.toLowerCase() === 'to')?.[1] ?? `<${invite.uri}>`;
+  return sameTransaction(invite, 'CANCEL', to);
 }
 
 /** Our INVITEs' client transactions, by branch: where the responses to an INVITE are matched (§17.1.3). */

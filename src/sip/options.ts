@@ -4,7 +4,7 @@
 import type { BlockList } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import type { CallManager } from '../calls/callManager.js';
-import type { SipRouting } from '../calls/sip/sipRouting.js';
+import type { SipRouting } from './routing.js';
 import type { SipMediaOptions } from '../calls/sip/sipTransport.js';
 import type { SipOutboundAllow, SipRegistrationSetting, SipTrunkSetting } from '../config/env.js';
 import type { SipBindingStore } from '../storage/sipBindings.js';
@@ -38,7 +38,7 @@ export interface SipServerOptions {
   owner: () => Promise<string | undefined>;
   /** A new call's session (the default agent). */
   session: () => Session;
-  /** Who decides what a ringing call becomes (sipRouting.ts). */
+  /** Who decides what a ringing call becomes (routing.ts). */
   routing: SipRouting;
   /**
    * Counts an INVITE from an untrusted source address (challenged and refused ones included): a

@@ -8,16 +8,13 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { openCall } from '../calls/door.js';
-import type { DialRefusal, DialRequest, DialResult, SipDialer } from '../calls/sip/sipDialer.js';
+import type { DialRefusal, DialRequest, DialResult, SipDialer } from './dialer.js';
 import { SipTransport } from '../calls/sip/sipTransport.js';
 import { randomId } from '../system/ids.js';
-import type { ClientTransactions } from './clientTransactions.js';
-import type { SipCore } from './core.js';
-import type { Dialogs } from './dialogs.js';
 import type { Peer } from './listener.js';
-import type { SipResponse } from './message.js';
 import type { OutboundOptions } from './options.js';
-import { OutboundInvite, type InviteTarget } from './outboundInvite.js';
+import { OutboundInvite } from './outboundInvite.js';
+import type { InviteTarget, UacParts } from './uac.js';
 import { hostPort } from './responses.js';
 import { TRANSACTION_MS } from './timers.js';
 
@@ -31,22 +28,16 @@ export type Destination = { kind: 'number'; number: string } | { kind: 'uri'; ur
 export class OutboundCalls implements SipDialer {
   /** Live outbound calls' keys, by conversation id (for the caps). */
   private readonly live = new Map<string, string>();
-  /** Our INVITEs by Via branch, for their responses. */
-  private readonly byBranch = new Map<string, OutboundInvite>();
+  private readonly core: UacParts['core'];
+  private readonly dialogs: UacParts['dialogs'];
 
   constructor(
-    private readonly core: SipCore,
-    private readonly dialogs: Dialogs,
-    private readonly requests: ClientTransactions,
+    /** Where our INVITEs go through (their responses reach their transactions: sipServer.ts). */
+    private readonly parts: UacParts,
     private readonly opts: OutboundOptions,
-  ) {}
-
-  /** A response to one of our INVITEs; false when it is none of ours. */
-  received(res: SipResponse): boolean {
-    const invite = this.byBranch.get(res.branch);
-    if (!invite) return false;
-    invite.received(res);
-    return true;
+  ) {
+    this.core = parts.core;
+    this.dialogs = parts.dialogs;
   }
 
   async dial<Placed = never>(req: DialRequest<Placed>): Promise<DialResult<Placed>> {
@@ -97,11 +88,9 @@ export class OutboundCalls implements SipDialer {
     this.live.set(conversationId, req.apiKeyId);
     const callLog = log.child({ conversation: conversationId });
     const invite = new OutboundInvite(
-      this.core,
-      this.dialogs,
-      this.requests,
+      this.parts,
       target.target,
-      { conversationId, transport, ringTimeoutMs: req.ringTimeoutMs },
+      { conversationId, transport, ringTimeoutMs: req.ringTimeoutMs, observe: (o) => call.observe(o) },
       {
         answered: (dialog) => {
           this.opts.counted('answered');
@@ -109,7 +98,6 @@ export class OutboundCalls implements SipDialer {
           // From now on the dialog ends it (BYE either way), and it can be transferred (REFER).
           transport.bindDialog({ hangUp: () => this.dialogs.hangUp(dialog) });
           this.core.opts.routing.answered(conversationId, req.apiKeyId, (to) => this.dialogs.transfer(dialog, to));
-          call.observe({ ended: () => void this.dialogs.forget(dialog) });
           transport.confirm();
           if (!req.waitForCallee) {
             const refusal = call.createResponse();
@@ -121,10 +109,6 @@ export class OutboundCalls implements SipDialer {
           callLog.info({ to: canonical, reason, status }, 'outbound SIP call not answered');
           transport.callerEnded(reason);
         },
-      },
-      {
-        add: (branch) => this.byBranch.set(branch, invite),
-        remove: (branch) => this.byBranch.delete(branch),
       },
     );
     // Until it is answered, a call ended here (hang-up, timeout, shutdown) cancels the INVITE.
@@ -173,10 +157,6 @@ export class OutboundCalls implements SipDialer {
     const credentials = trunksOwn && trunk?.user !== undefined ? { user: trunk.user, password: trunk.password ?? '' } : undefined;
     const peer: Peer = { transport: 'udp', address, port: hop.port };
     return { ok: true, target: { uri, peer, from: fromUri(trunk ? trunk.host : announcedAddress), ...(credentials ? { credentials } : {}) } };
-  }
-
-  close(): void {
-    this.byBranch.clear();
   }
 }
 

@@ -5,6 +5,15 @@ import { StoreUnavailable } from './unavailable.js';
 
 export type ConversationState = 'connecting' | 'active' | 'ended' | 'failed';
 
+/** A key's calls and what they used, summed (the console's keys page). */
+export interface KeyUsage {
+  calls: number;
+  input_tokens: number;
+  output_tokens: number;
+  caller_audio_s: number;
+  agent_audio_s: number;
+}
+
 export interface ConversationRecord {
   id: string;
   apiKeyId: string;
@@ -211,6 +220,30 @@ export class ConversationStore {
     }
     const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
     return rows.map(toRecord);
+  }
+
+  /**
+   * Each key's usage summed over its calls that ended since `since` (ISO time): tokens, audio
+   * seconds and calls. Reads at most `maxCalls` of the latest (the console's view, not billing).
+   */
+  async usageByKey(since: string, maxCalls = 50_000): Promise<Map<string, KeyUsage>> {
+    const rows = await this.db
+      .selectFrom('conversations')
+      .select(['api_key_id', 'usage'])
+      .where('ended_at', '>=', since)
+      .orderBy('ended_at', 'desc')
+      .limit(maxCalls)
+      .execute();
+    const out = new Map<string, KeyUsage>();
+    for (const row of rows) {
+      const sum = out.get(row.api_key_id) ?? { calls: 0, input_tokens: 0, output_tokens: 0, caller_audio_s: 0, agent_audio_s: 0 };
+      out.set(row.api_key_id, sum);
+      sum.calls += 1;
+      if (row.usage === null) continue;
+      const u = JSON.parse(row.usage) as Partial<Record<keyof KeyUsage, number>>;
+      for (const field of ['input_tokens', 'output_tokens', 'caller_audio_s', 'agent_audio_s'] as const) sum[field] += typeof u[field] === 'number' ? u[field] : 0;
+    }
+    return out;
   }
 
   async turns(threadId: string): Promise<StoredTurn[]> {

@@ -107,6 +107,7 @@ export function fakeContext(session: Partial<Session> = {}) {
   };
   const ctx: AgentContext = {
     conversationId: 'conv_test',
+    apiKeyId: 'key_test',
     session: () => current,
     audio,
     conversation,

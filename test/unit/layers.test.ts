@@ -8,15 +8,19 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 import { test } from 'node:test';
 import ts from 'typescript';
 
-/** Top to bottom: entry points, the doors, what the doors use, down to the machine. */
+/**
+ * Top to bottom: entry points, the HTTP door, the node's parts wired together (which hold the SIP
+ * door's routing and dialer for the HTTP door to reach), the SIP door, what the doors use, down to
+ * the machine.
+ */
 const LAYERS = [
   'cli',
   'server.ts',
   'workers.ts',
   'startup.ts',
   'http',
-  'sip',
   'services.ts',
+  'sip',
   'webhooks',
   'calls',
   'recordings',

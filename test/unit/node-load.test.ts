@@ -11,6 +11,11 @@ test('a sample loads the node as much as its busiest resource', () => {
   assert.equal(loadOf({ eventLoopBusy: 0.1, machineCpu: 0.1, loopLagMs: LAG_AT_FULL_LOAD_MS / 2 }), 0.5);
 });
 
+test('the figure stays within 0–1: a loop later than LAG_AT_FULL_LOAD_MS, or a burst projected past a full load, is 1', () => {
+  assert.equal(loadOf({ eventLoopBusy: 0.3, machineCpu: 0.9, loopLagMs: 7.75 * LAG_AT_FULL_LOAD_MS }), 1);
+  assert.equal(projectedLoad(0.9, 10, 40), 1);
+});
+
 test('complexity steps down a level per sample under load, to the floor, and back up slowly after', () => {
   const c = new EncoderComplexity({ max: 5, min: 2, threshold: 0.75 });
   assert.equal(c.current, 5);

@@ -4,7 +4,7 @@
 import { Type } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import { itemText, newItemId, type Item } from '../../session/conversation.js';
-import type { CallEvent } from '../../session/events.js';
+import { noEventLeft, type CallEvent } from '../../session/events.js';
 import { readClientMessage } from './message.js';
 import { orgaSessionObject, sessionUpdater, type SessionUpdater } from './orgaSession.js';
 import type { CallControl, ClientProtocol, ProtocolFactory } from './types.js';
@@ -116,8 +116,34 @@ function orgaClientProtocol(control: CallControl, send: (message: object) => voi
             type: 'error',
             error: { type: event.kind, code: event.code, message: event.message, param: event.param ?? null, ...(event.detail !== undefined ? { detail: event.detail } : {}) },
           });
-        default:
+        // Not in Orga's protocol: its clients hear the turn, the reply's text and audio, and errors.
+        case 'input.committed':
+        case 'input.cleared':
+        case 'input.timeout_triggered':
+        case 'input.dtmf':
+        case 'transcription.delta':
+        case 'transcription.failed':
+        case 'item.added':
+        case 'item.done':
+        case 'item.deleted':
+        case 'item.truncated':
+        case 'response.created':
+        case 'response.output_item.added':
+        case 'response.text.done':
+        case 'response.function_call_arguments.delta':
+        case 'response.function_call_arguments.done':
+        case 'mcp.list_tools':
+        case 'response.mcp_call_arguments.delta':
+        case 'response.mcp_call_arguments.done':
+        case 'response.mcp_call':
+        case 'response.audio.done':
+        case 'response.done':
+        case 'output_audio.started':
+        case 'output_audio.cleared':
+        case 'output_audio.delta':
           return;
+        default:
+          return noEventLeft(event);
       }
     },
 

@@ -37,6 +37,8 @@ interface Endpoint {
 export interface SipMediaOptions {
   /** A caller that sends neither RTP nor RTCP for this long is gone: the call ends (media_timeout). 0: never. */
   inactivityTimeoutMs: number;
+  /** The clock the media timeout reads, ms (performance.now; a test's fake one). */
+  now?: () => number;
 }
 
 /** The dialog's side of the call, as the transport needs it. */
@@ -82,8 +84,9 @@ export class SipTransport implements MediaTrackTransport {
   get outcome(): WireOutcome | undefined {
     return this.sipStatus === undefined ? undefined : { wire: this.kind, code: this.sipStatus };
   }
-  /** When the caller's RTP or RTCP last came (performance.now()), and the timer watching it. */
+  /** When the caller's RTP or RTCP last came (options.now()), and the timer watching it. */
   private lastHeard = 0;
+  private readonly now: () => number;
   private inactivity: NodeJS.Timeout | undefined;
 
   private constructor(
@@ -91,6 +94,7 @@ export class SipTransport implements MediaTrackTransport {
     private readonly rtcp: Socket,
     private readonly options: SipMediaOptions,
   ) {
+    this.now = options.now ?? (() => performance.now());
     rtp.on('message', (packet: Buffer, from: RemoteInfo) => this.media && this.guardedRtp(packet, from));
     rtcp.on('message', (packet: Buffer, from: RemoteInfo) => this.media && this.guardedRtcp(packet, from));
   }
@@ -227,11 +231,11 @@ export class SipTransport implements MediaTrackTransport {
   private watchInactivity(): void {
     const timeout = this.options.inactivityTimeoutMs;
     if (timeout === 0) return;
-    this.lastHeard = performance.now();
+    this.lastHeard = this.now();
     this.inactivity = setInterval(() => {
       const silentByOffer = this.offer.direction === 'recvonly' || this.offer.direction === 'inactive' || this.offer.address === '0.0.0.0';
-      if (silentByOffer) this.lastHeard = performance.now();
-      else if (performance.now() - this.lastHeard > timeout) {
+      if (silentByOffer) this.lastHeard = this.now();
+      else if (this.now() - this.lastHeard > timeout) {
         clearInterval(this.inactivity);
         this.events?.lost('media_timeout');
       }
@@ -266,7 +270,7 @@ export class SipTransport implements MediaTrackTransport {
       this.rtpLatched = true;
       this.rtpPeer = { address: from.address, port: from.port };
     }
-    this.lastHeard = performance.now();
+    this.lastHeard = this.now();
     this.events?.activity();
     // The caller's comfort noise says it is there; the silence it stands for is not played to the agent.
     if (comfortNoise) return;
@@ -290,7 +294,7 @@ export class SipTransport implements MediaTrackTransport {
       this.rtcpLatched = true;
       this.rtcpPeer = { address: from.address, port: from.port };
     }
-    this.lastHeard = performance.now();
+    this.lastHeard = this.now();
   }
 
   private sendRtcp(packet: Buffer): boolean {

@@ -5,7 +5,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { applyOpenAiSession, OpenAiSessionSchema } from '../../calls/protocol/openaiSession.js';
-import type { RouteDecision } from '../../calls/sip/sipRouting.js';
+import type { RouteDecision } from '../../sip/routing.js';
 import type { Services } from '../../services.js';
 import { openAiKeyError, requireApiKey } from '../auth.js';
 import { openAiError, type HttpError } from '../errors.js';

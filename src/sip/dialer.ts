@@ -1,8 +1,8 @@
 // Outbound phone calls as the HTTP door asks for them (POST /v1/realtime/sip/calls) and the SIP door
 // places them: the request, what can refuse it, and the slot the SIP door fills when it starts (a
 // node without SIP_PORT has none).
-import type { Session } from '../../session/session.js';
-import type { Refusal } from '../door.js';
+import type { Session } from '../session/session.js';
+import type { Refusal } from '../calls/door.js';
 
 export interface DialRequest<Placed = never> {
   apiKeyId: string;
