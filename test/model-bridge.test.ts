@@ -6,8 +6,9 @@
 // tool (the tool runs in the client, its output reaches B, B's answer uses it); a baresip call to A's
 // SIP door answered by B; barge-in (B's item truncated where A's playout stopped, against the audio
 // the caller received); B refusing A's key (401: one clear error, no key anywhere, the fallback
-// answers); and B killed mid-call (one error, A's fallback answers within 2 s with the conversation
-// carried over). Not in PARALLEL_FILES: it measures audio.
+// answers); upstreams that misbehave (silent, mute, not JSON, a flood, a 503: each one clear error,
+// then the fallback); and B killed mid-call (one error, A's fallback answers within 2 s with the
+// conversation carried over). Not in PARALLEL_FILES: it measures audio.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -91,6 +92,34 @@ async function startTap(target: string): Promise<Tap> {
   };
 }
 
+/**
+ * An upstream that misbehaves as its model name says: `silent` never confirms the session, `mute`
+ * never starts a reply, `garbage` sends what is not JSON, `flood` sends events without end, and
+ * `failing` refuses the upgrade with a 503 whose body holds a secret.
+ */
+async function startBadUpstream(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = new WebSocketServer({ host: '127.0.0.1', port: 0, verifyClient: ({ req }, done) => (req.url?.includes('model=failing') ? done(false, 503, 'upstream secret s3cr3t-body') : done(true)) });
+  server.on('connection', (ws, req) => {
+    const model = new URL(req.url ?? '/', 'http://x').searchParams.get('model');
+    ws.send(JSON.stringify({ type: 'session.created', session: {} }));
+    ws.on('message', (data) => {
+      const event = JSON.parse(data.toString());
+      if (event.type !== 'session.update' || model === 'silent') return;
+      if (model === 'garbage') return ws.send('{"type": "session.updated", oops');
+      ws.send(JSON.stringify({ type: 'session.updated', session: {} }));
+      if (model === 'flood') for (let i = 0; i < 5000; i++) ws.send(JSON.stringify({ type: 'rate_limits.updated', rate_limits: [] }));
+    });
+  });
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  return {
+    url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}/v1/realtime`,
+    close: () => {
+      for (const client of server.clients) client.terminate();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
 const USER = 'alice';
 const PASSWORD = 'correct-horse-battery';
 /** A key B does not know, shaped like one it might. */
@@ -100,6 +129,7 @@ let dir: string;
 let a: RunningServer;
 let b: RunningServer;
 let tap: Tap;
+let bad: Awaited<ReturnType<typeof startBadUpstream>>;
 let sipPort: number;
 const cleanups: (() => Promise<void> | void)[] = [];
 
@@ -107,6 +137,10 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'parley-bridge-'));
   b = await startServer();
   tap = await startTap(b.baseUrl.replace('http', 'ws'));
+  bad = await startBadUpstream();
+  const misbehaving = ['silent', 'mute', 'garbage', 'flood', 'failing']
+    .map((id) => `  - id: ${id}\n    kind: realtime\n    url: ${bad.url}\n    api_key: not-a-real-key\n    fallback: [parley-offline]\n`)
+    .join('');
   // The upstream's key is in A's environment; the file names the variable, not the key.
   writeFileSync(
     join(dir, 'models.yaml'),
@@ -127,7 +161,7 @@ models:
     api_key_env: WRONG_UPSTREAM_KEY
     model: parley-offline
     fallback: [parley-offline]
-`,
+${misbehaving}`,
   );
   sipPort = await freePort();
   a = await startServer({
@@ -138,6 +172,8 @@ models:
     SIP_USERS: `${USER}:${PASSWORD}`,
     // What the bridge logs, up to info, is searched for keys.
     LOG_LEVEL: 'info',
+    // B starts a reply at once; the upstream that never does is found out sooner.
+    MODEL_RESPONSE_TIMEOUT_MS: '4000',
   });
 });
 
@@ -145,6 +181,7 @@ after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
   await a?.stop();
   await tap?.close();
+  await bad?.close();
   await b?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
@@ -158,18 +195,45 @@ async function found<T>(what: string, fn: () => T | undefined, timeoutMs: number
 const sessionAfter = (from: number) => found('A to open a session on B', () => tap.sessions[from], 30_000);
 const fromB = (s: TapSession, type: string) => s.fromB.filter((e) => e.type === type);
 const toB = (s: TapSession, type: string) => s.toB.filter((e) => e.type === type);
-const assistantItems = (sender: 'user' | 'assistant') => `(o.state.conversationItems ?? []).filter((i) => i.sender === '${sender}')`;
+const items = (sender: 'user' | 'assistant') => `(o.state.conversationItems ?? []).filter((i) => i.sender === '${sender}')`;
 
 async function record(id: string): Promise<Json> {
   return (await http(a.baseUrl, `/v1/realtime/conversations/${id}`, { token: a.devKey })).body;
 }
 
+/** An OpenAI WebSocket session on A with `model`: its events, and each message as it came. */
+async function openAiSocket(model: string) {
+  const socket = new WebSocket(`${a.baseUrl.replace('http', 'ws')}/v1/realtime?model=${model}`, { headers: { authorization: `Bearer ${a.devKey}` } });
+  cleanups.push(() => socket.terminate());
+  const raw: string[] = [];
+  const events: Json[] = [];
+  socket.on('message', (data) => {
+    raw.push(data.toString());
+    events.push(JSON.parse(data.toString()));
+  });
+  await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+  return {
+    socket,
+    raw,
+    events,
+    /** Asks in text and waits for the response.done of the answer. */
+    async ask(text: string): Promise<Json> {
+      const from = events.length;
+      socket.send(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } }));
+      socket.send(JSON.stringify({ type: 'response.create' }));
+      return found(`the answer to "${text}"`, () => events.slice(from).find((e) => e.type === 'response.done'), 60_000);
+    },
+  };
+}
+
 describe('node A bridges its calls to a realtime model on node B', () => {
   test('the Orga React SDK asks the time and, with the camera on, the colour: B answers both, the picture went up as input_image', async () => {
-    // A red camera, and a microphone asking twice, the second question after the first answer has played.
+    // A red camera, and a microphone asking each question after the answer before has played; the
+    // two are asked twice, since a recogniser on a loaded machine now and then mishears one.
     const clip = join(dir, 'red.y4m');
     execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-f', 'lavfi', '-i', 'color=c=red:s=320x240:r=15:d=20', '-pix_fmt', 'yuv420p', clip]);
-    const mic = speechWav(join(dir, 'orga.wav'), [{ silenceMs: 1500 }, 'what time is it', { silenceMs: 8000 }, 'what color do you see', { silenceMs: 4000 }]);
+    const questions = ['what time is it', { silenceMs: 8000 }, 'what color do you see', { silenceMs: 8000 }];
+    const mic = speechWav(join(dir, 'orga.wav'), [{ silenceMs: 1500 }, ...questions, ...questions]);
     const browser: LaunchedBrowser = await launchBrowser({ fakeMicrophoneWav: mic, fakeCameraY4m: clip });
     cleanups.push(() => browser.close());
     const app = await startOrgaApp(a);
@@ -182,9 +246,8 @@ describe('node A bridges its calls to a realtime model on node B', () => {
       await page.click('#toggle-camera');
       await waitForOrga(page, 'the camera on', 'o.state.isCameraOn');
       await page.click('#enable-mic');
-      const answered = (pattern: string) => `${assistantItems('assistant')}.some((i) => ${pattern}.test(i.content.message))`;
-      await waitForOrga(page, 'the time, answered', answered('/^It is \\d{1,2}:\\d\\d/'), 90_000);
-      const o = await waitForOrga(page, 'the colour, answered', answered('/\\bred\\b/'), 90_000);
+      const answered = (pattern: string) => `${items('assistant')}.some((i) => ${pattern}.test(i.content.message))`;
+      const o = await waitForOrga(page, 'the time and the colour, answered', `${answered('/^It is \\d{1,2}:\\d\\d/')} && ${answered('/\\bred\\b/')}`, 120_000);
       const answers = o.state.conversationItems!.filter((i) => i.sender === 'assistant').map((i) => i.content.message);
       const session = await sessionAfter(from);
       // Both answers are B's: what B said is what the SDK shows.
@@ -196,15 +259,16 @@ describe('node A bridges its calls to a realtime model on node B', () => {
       assert.ok(pictures.length >= 1, 'a picture went up');
       assert.match(pictures[0]!.item.content[0].image_url, /^data:image\/jpeg;base64,\/9j\//);
       assert.ok(toB(session, 'response.create').length >= 1, 'A asked for the replies (after each picture)');
-      assert.equal(toB(session, 'session.update')[0]?.session.audio.input.turn_detection.create_response, false);
+      const detection = toB(session, 'session.update').map((e) => e.session.audio?.input?.turn_detection).filter(Boolean);
+      assert.equal(detection.at(-1).create_response, false, 'with the camera on, A asks for the replies itself');
 
       await page.click('#end');
       // The record: the turns (the user's with the camera's thumbnail), and B's usage summed.
       const ended = await until('the record of the ended call', () => record(o.state.conversationId!), (r) => r.state === 'ended' && r.usage !== null, 30_000);
       assert.ok(ended.items.some((i: Json) => i.role === 'user' && i.image), `a user turn with its picture: ${JSON.stringify(ended.items.map((i: Json) => [i.role, i.text, !!i.image]))}`);
-      assert.ok(ended.items.some((i: Json) => i.role === 'assistant' && /^It is \d/.test(i.text)));
+      assert.ok(ended.items.some((i: Json) => i.role === 'assistant' && /^It is \d/.test(i.text)), `the answer in the record: ${JSON.stringify(ended.items.map((i: Json) => [i.role, i.text]))}`);
       const usage = fromB(session, 'response.done').reduce((n, e) => n + (e.response.usage?.output_tokens ?? 0), 0);
-      assert.ok(usage > 0);
+      assert.ok(usage > 0, 'B reported its usage');
       assert.equal(ended.usage.output_tokens, usage, "the call's output tokens are B's, summed");
       const metrics = await (await fetch(`${a.baseUrl}/metrics`)).text();
       assert.ok(Number(/^parley_model_tokens_total\{model="upstream",kind="output"\} (\S+)/m.exec(metrics)?.[1]) >= usage, 'parley_model_tokens_total');
@@ -335,31 +399,46 @@ describe('node A bridges its calls to a realtime model on node B', () => {
   });
 
   test('an upstream refusing the key (401): one clear error, no key in what the client or the log got, and the fallback answers', async () => {
-    const socket = new WebSocket(`${a.baseUrl.replace('http', 'ws')}/v1/realtime?model=wrong-key`, { headers: { authorization: `Bearer ${a.devKey}` } });
-    cleanups.push(() => socket.terminate());
-    const raw: string[] = [];
-    const events: Json[] = [];
-    socket.on('message', (data) => {
-      raw.push(data.toString());
-      events.push(JSON.parse(data.toString()));
-    });
-    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
-    const error = await found('the error', () => events.find((e) => e.type === 'error'), 30_000);
+    const client = await openAiSocket('wrong-key');
+    const error = await found('the error', () => client.events.find((e) => e.type === 'error'), 30_000);
     assert.equal(error.error.code, 'model_unavailable');
     assert.equal(error.error.message, "The model wrong-key refused Parley's credentials (HTTP 401). The call goes on with parley-offline.");
-    socket.send(JSON.stringify({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'what time is it' }] } }));
-    socket.send(JSON.stringify({ type: 'response.create' }));
-    const done = await found('the fallback’s answer', () => events.find((e) => e.type === 'response.done'), 60_000);
+    const done = await client.ask('what time is it');
     assert.equal(done.response.status, 'completed');
     assert.match(done.response.output[0].content[0].transcript, /^It is \d/);
-    assert.equal(events.filter((e) => e.type === 'error').length, 1, 'one error event');
-    socket.close();
+    assert.equal(client.events.filter((e) => e.type === 'error').length, 1, 'one error event');
+    client.socket.close();
     const log = a.stdout() + a.stderr();
     assert.match(log, /refused Parley's credentials \(HTTP 401\)/, 'the log says what happened');
     for (const key of [WRONG_KEY, b.devKey]) {
-      assert.ok(!raw.some((m) => m.includes(key)), 'no upstream key in what the client got');
+      assert.ok(!client.raw.some((m) => m.includes(key)), 'no upstream key in what the client got');
       assert.ok(!log.includes(key), "no upstream key in A's log");
     }
+  });
+
+  test('an upstream that misbehaves costs a bounded slice: never confirming, never replying, not JSON, a flood, a 503 — each one clear error, then the fallback', async () => {
+    const expected: Record<string, [string, RegExp]> = {
+      silent: ['model_timeout', /^The model silent did not confirm its session within 5000 ms\./],
+      mute: ['model_timeout', /^The model mute did not start a reply within 4000 ms\./],
+      garbage: ['model_failed', /^The model garbage sent a message that is not JSON\./],
+      flood: ['model_failed', /^The model flood sent more than 1000 events a second\./],
+      failing: ['model_unavailable', /^The model failing is failing \(HTTP 503\)\./],
+    };
+    for (const [model, [code, message]] of Object.entries(expected)) {
+      const client = await openAiSocket(model);
+      // The one that never replies is found out when a reply is asked for.
+      if (model === 'mute') client.socket.send(JSON.stringify({ type: 'response.create' }));
+      const error = await found(`${model}'s error`, () => client.events.find((e) => e.type === 'error'), 30_000);
+      assert.equal(error.error.code, code, model);
+      assert.match(error.error.message, message);
+      assert.match(error.error.message, /The call goes on with parley-offline\.$/);
+      const done = await client.ask('what time is it');
+      assert.match(done.response.output.at(-1).content[0].transcript, /^It is \d/, `${model}: the fallback answers`);
+      assert.equal(client.events.filter((e) => e.type === 'error').length, 1, `${model}: one error event`);
+      assert.ok(!client.raw.some((m) => /s3cr3t|not-a-real-key/.test(m)), `${model}: no key nor upstream body in what the client got`);
+      client.socket.close();
+    }
+    assert.ok(!/s3cr3t|not-a-real-key/.test(a.stdout() + a.stderr()), "no key nor upstream body in A's log");
   });
 
   test("B killed mid-call: one error event, A's fallback answers within 2 s, the conversation carried over", async (t) => {

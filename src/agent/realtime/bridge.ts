@@ -50,6 +50,24 @@ const MAX_HISTORY_ITEMS = 100;
 const MAX_CAMERA_PICTURES = 8;
 /** Replies remembered as cut (their late audio is dropped). */
 const MAX_CUT = 64;
+/** Events told at once even while a reply's end waits for its audio to be sent: the caller's turn, failures, playout. */
+const IMMEDIATE: ReadonlySet<CallEvent['type']> = new Set([
+  'input.speech_started',
+  'input.speech_stopped',
+  'input.committed',
+  'input.cleared',
+  'input.timeout_triggered',
+  'input.dtmf',
+  'transcription.delta',
+  'transcription.completed',
+  'transcription.failed',
+  'response.interrupted',
+  'output_audio.started',
+  'output_audio.stopped',
+  'output_audio.cleared',
+  'stage.failed',
+  'error',
+]);
 /** An upstream's words in an error are bounded. */
 const MAX_UPSTREAM_MESSAGE = 300;
 
@@ -89,11 +107,14 @@ export class RealtimeBridge implements Agent {
   /** Turns the caller started (a picture meant for an earlier one is not sent with a later one's reply). */
   private turns = 0;
   /** The client's items, sent up a moment later with the audio that may come with them (transcribeItem). */
-  private readonly clientItems = new Map<string, { item: Item; previousItemId: string | null; audio?: Int16Array }>();
+  private readonly clientItems = new Map<string, { item: Item; audio?: Int16Array }>();
   private readonly unsubscribePlayback: () => void;
   private readonly log: FastifyBaseLogger | undefined;
   /** The upstream session's span (traces): from its opening to its end. */
   private readonly span: TraceSpan;
+  /** Until the last audio of a reply has been sent (a paced wire), the events after it wait here. */
+  private holding: Promise<void> | undefined;
+  private readonly held: CallEvent[] = [];
 
   constructor(
     private readonly ctx: AgentContext,
@@ -107,10 +128,12 @@ export class RealtimeBridge implements Agent {
     this.span.set({ 'parley.model.id': entry.id });
     this.log = deps.log?.child({ model: entry.id, conversation: ctx.conversationId, ...this.span.logFields });
     const requestKeyframe = ctx.requestKeyframe?.bind(ctx);
+    const { stills } = deps;
     this.camera =
-      deps.stills && requestKeyframe
+      stills && requestKeyframe
         ? new Camera({
-            decoder: deps.stills,
+            // The node's decoder, shared fairly among keys: this call's pictures count as its key's.
+            decoder: { decode: (source) => stills.decode(source, ctx.apiKeyId) },
             requestKeyframe,
             keyframeWaitMs: deps.keyframeWaitMs ?? 400,
             decoded: (ms) => deps.onPicture?.({ decodedMs: ms }),
@@ -143,7 +166,7 @@ export class RealtimeBridge implements Agent {
 
   decodeImage(bytes: Buffer): Promise<StillImage> {
     if (!this.deps.stills) return Promise.reject(new Error('This server decodes no images.'));
-    return this.deps.stills.decode({ kind: 'image', bytes });
+    return this.deps.stills.decode({ kind: 'image', bytes }, this.ctx.apiKeyId);
   }
 
   onVideoFrame(frame: VideoFrameInfo): void {
@@ -205,9 +228,9 @@ export class RealtimeBridge implements Agent {
     if (waiting) waiting.audio = pcm;
   }
 
-  itemAdded(item: Item, previousItemId: string | null): void {
+  itemAdded(item: Item): void {
     // The audio of a client's user item comes just after (transcribeItem): the item waits for it.
-    this.clientItems.set(item.id, { item, previousItemId });
+    this.clientItems.set(item.id, { item });
     queueMicrotask(() => this.sendClientItems());
   }
 
@@ -221,6 +244,8 @@ export class RealtimeBridge implements Agent {
   }
 
   close(): void {
+    // Replies the upstream finished are kept whole in the record, as the caller was hearing them.
+    if (!this.ended) for (const id of [...this.unrecorded.keys()]) this.recordReply(id);
     this.end();
   }
 
@@ -450,12 +475,16 @@ export class RealtimeBridge implements Agent {
     // The caller went on speaking: that turn's end asks for the reply.
     if (this.ended || turn !== this.turns) return;
     if (image) {
+      // The picture goes just before the turn's words, so that they are the turn's last (a model that
+      // reads the last user message reads the question, and sees the picture that came with it).
       const item: MessageItem = { id: newItemId(), type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_image', image, detail: 'auto', source: 'camera' }] };
-      const placed = this.ctx.conversation.add(item);
+      const words = this.ctx.conversation.get(userItemId);
+      const before = words ? this.ctx.conversation.previousOf(userItemId) : undefined;
+      const placed = this.ctx.conversation.add(item, before);
       const previousItemId = placed.ok ? placed.previousItemId : null;
       this.emit({ type: 'item.added', item, previousItemId });
       this.emit({ type: 'item.done', item, previousItemId });
-      this.upstream.addItem(item, previousItemId, 'bridge');
+      this.upstream.addItem(item, words ? before : undefined, 'bridge');
       this.deps.onPicture?.({ sent: true });
       this.forgetOldPictures();
     }
@@ -484,7 +513,8 @@ export class RealtimeBridge implements Agent {
 
   private sendClientItems(): void {
     if (this.ended) return;
-    for (const { item, previousItemId, audio } of this.clientItems.values()) this.upstream.addItem(item, previousItemId, 'client', audio);
+    // Appended upstream: the item before it here may be one the upstream was never given.
+    for (const { item, audio } of this.clientItems.values()) this.upstream.addItem(item, undefined, 'client', audio);
     this.clientItems.clear();
   }
 
@@ -497,7 +527,20 @@ export class RealtimeBridge implements Agent {
   }
 
   private emit(event: CallEvent): void {
-    this.ctx.emit(event);
+    // A reply's audio is done and its end is near: over a paced wire (a WebSocket) the client hears
+    // of it once its last audio has been sent, as of any reply (the doors name the audio by its item
+    // until then); the caller's own turn is told at once.
+    if (event.type === 'response.audio.done' && !this.holding && this.ctx.audio.sent && this.playing?.responseId === event.responseId && this.ctx.audio.queuedMs > 0) {
+      this.holding = this.ctx.audio.sent().then(() => this.release());
+    }
+    if (this.holding && !IMMEDIATE.has(event.type)) this.held.push(event);
+    else this.ctx.emit(event);
+  }
+
+  /** The events held until the reply's audio was sent, in order. */
+  private release(): void {
+    this.holding = undefined;
+    for (const event of this.held.splice(0)) this.ctx.emit(event);
   }
 
   /** An upstream's words, bounded, without its key. */
@@ -525,6 +568,7 @@ export class RealtimeBridge implements Agent {
 
   private end(): void {
     if (this.ended) return;
+    this.release();
     this.ended = true;
     clearTimeout(this.connectTimer);
     clearTimeout(this.responseTimer);

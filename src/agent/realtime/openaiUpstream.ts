@@ -131,11 +131,12 @@ export class OpenAiUpstream implements UpstreamModel {
     this.send({ type: 'response.cancel' }, 'bridge');
   }
 
-  addItem(item: Item, _previousItemId: string | null | undefined, origin: CommandOrigin, audio?: Int16Array): void {
-    // Appended: the upstream's order is the order items reach it (an item placed before another the
-    // upstream has not seen would be refused).
+  addItem(item: Item, previousItemId: string | null | undefined, origin: CommandOrigin, audio?: Int16Array): void {
     const wire = this.creatable(item, audio);
-    if (wire) this.send({ type: 'conversation.item.create', item: wire }, origin);
+    if (!wire) return;
+    // Undefined: appended (the upstream's order is the order items reach it); null: first.
+    const after = previousItemId === undefined ? {} : { previous_item_id: previousItemId ?? 'root' };
+    this.send({ type: 'conversation.item.create', ...after, item: wire }, origin);
   }
 
   deleteItem(itemId: string): void {

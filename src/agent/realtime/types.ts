@@ -56,7 +56,7 @@ export interface UpstreamModel {
   clearInput(): void;
   createResponse(request: ResponseRequest, origin: CommandOrigin): void;
   cancelResponse(): void;
-  /** An item joins the upstream's conversation (after `previousItemId`; null: first). */
+  /** An item joins the upstream's conversation: after `previousItemId` (null: first; undefined: at the end). */
   addItem(item: Item, previousItemId: string | null | undefined, origin: CommandOrigin, audio?: Int16Array): void;
   deleteItem(itemId: string): void;
   /**
