@@ -46,7 +46,7 @@ const PARALLEL_FILES = [
   'openai-transcription', 'sip-outbound', 'sip-workers', 'openai-mcp', 'admission', 'workers', 'postgres', 'contract', 'stun', 'sip-routing-nodes',
   'offer-fuzz', 'candidates', 'ice', 'datachannel', 'openai-http', 'services-startup', 'openapi', 'docs', 'recording-limits',
   'data-dir', 'sideband-limits', 'container-files', 'key-limits-across-nodes', 'sip-guards', 'node-listener', 'openai-mcp-floods',
-  'kubernetes-manifests', 'prometheus-rules', 'sip-rfc', 'sipp', 'models',
+  'kubernetes-manifests', 'prometheus-rules', 'sip-rfc', 'sipp', 'models', 'picture-floods',
 ].map((name) => join(root, 'test', `${name}.test.ts`));
 
 const listTests = (dir) =>

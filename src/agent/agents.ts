@@ -37,7 +37,14 @@ export interface AgentsOptions {
    */
   mcpGuard?: OutboundGuard;
   /** The agents of a realtime model upstream (absent: realtime models cannot run here). */
-  realtime?: (entry: RealtimeEntry) => AgentFactory;
+  realtime?: (entry: RealtimeEntry, node: NodeParts) => AgentFactory;
+}
+
+/** What every model's agents on the node share: the picture decoder and the metrics' hooks. */
+export interface NodeParts {
+  stills: StillDecoder;
+  onTimings(model: string, timings: StageTimings): void;
+  onPicture(event: { decodedMs: number } | { sent: true }): void;
 }
 
 /** The reply model of a voice model of the catalogue. */
@@ -67,6 +74,15 @@ export function createAgents(config: Config, log: FastifyBaseLogger, options: Ag
   // The node's picture decoder: every call's camera and images share its bound.
   const stills = new StillDecoder({ concurrency: config.VISION_DECODE_CONCURRENCY, longSide: config.VISION_IMAGE_LONG_SIDE, timeoutMs: config.VISION_DECODE_TIMEOUT_MS });
   const mcp = mcpGuard ? mcpConnector(mcpGuard, { timeoutMs: config.MCP_TIMEOUT_MS, maxOutputBytes: config.MCP_MAX_OUTPUT_BYTES, maxResponseBytes: config.MCP_MAX_RESPONSE_BYTES }) : undefined;
+  const node: NodeParts = {
+    stills,
+    onTimings: (model, timings) => metrics && observeTimings(metrics, model, timings),
+    onPicture: (event) => {
+      if (!metrics) return;
+      if ('sent' in event) metrics.visionFramesSent.inc();
+      else metrics.visionDecodeSeconds.observe(event.decodedMs / 1000);
+    },
+  };
   const ownStages: VoiceStages[] = [];
   const voiceFactory = (entry: ModelEntry, model: ReplyModel): AgentFactory | undefined => {
     if (!stages) return undefined;
@@ -82,19 +98,15 @@ export function createAgents(config: Config, log: FastifyBaseLogger, options: Ag
       prepareReplyAfterMs: config.PREPARE_REPLY_AFTER_MS,
       stills,
       keyframeWaitMs: config.VISION_KEYFRAME_WAIT_MS,
-      onPicture: (event) => {
-        if (!metrics) return;
-        if ('sent' in event) metrics.visionFramesSent.inc();
-        else metrics.visionDecodeSeconds.observe(event.decodedMs / 1000);
-      },
+      onPicture: node.onPicture,
       modelFor: () => model,
-      onTimings: (_, timings) => metrics && observeTimings(metrics, entry.id, timings),
+      onTimings: (_, timings) => node.onTimings(entry.id, timings),
       ...(mcp ? { mcp } : {}),
     });
   };
   const factoryOf = (entry: ModelEntry): AgentFactory | undefined => {
     if (entry.kind === 'audio-echo') return echoAgentFactory(config.ECHO_DELAY_MS);
-    if (entry.kind === 'realtime') return options.realtime?.(entry);
+    if (entry.kind === 'realtime') return options.realtime?.(entry, node);
     const model = replyModelOf(entry, config);
     return model && voiceFactory(entry, model);
   };
