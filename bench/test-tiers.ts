@@ -1,9 +1,11 @@
 // How long the quick test tiers take with the machine busy: `npm run test:unit` and
 // `npm run test:fast`, each run once with a CPU burner on every core (an endless loop in a process of
 // its own at the tiers' priority), as a developer's edit-test loop meets a machine running other
-// work. Prints each tier's wall time, its test counts and the load average (1 min) before, at the
-// highest sampled (every second) and after; the targets (issue 45: unit < 30 s, fast < 90 s on two
-// busy cores) are printed beside them, not asserted (times belong in benchmarks, not in tests).
+// work. Prints each tier's wall time, the CPU its processes used (user + system, of every process it
+// started and waited for: what the load of others does not change much), its test counts and the load
+// average (1 min) before, at the highest sampled (every second) and after; the targets (issue 45: unit
+// < 30 s, fast < 90 s on two busy cores) are printed beside them, not asserted (times belong in
+// benchmarks, not in tests).
 //
 //   node --import tsx bench/test-tiers.ts                    # unit, then fast, both with burners
 //   node --import tsx bench/test-tiers.ts --tiers unit       # one tier
@@ -24,6 +26,7 @@ const tiers = values.tiers.split(',').filter(Boolean);
 interface TierRun {
   tier: string;
   seconds: number;
+  cpuSeconds: number;
   exitCode: number | null;
   counts: string;
   load: { before: number; max: number; after: number };
@@ -37,7 +40,9 @@ function runTier(tier: string): Promise<TierRun> {
   let max = before;
   const sampler = setInterval(() => (max = Math.max(max, loadavg()[0]!)), 1000);
   const started = performance.now();
-  const child = spawn('npm', ['run', `test:${tier}`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // bash's `times`: its own CPU, then (second line) the user and system CPU of the processes it
+  // waited for, theirs included.
+  const child = spawn('bash', ['-c', `npm run test:${tier}; status=$?; echo cpu-times:; times; exit $status`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let tail = '';
   const keep = (chunk: Buffer) => (tail = (tail + chunk.toString()).slice(-20_000));
   child.stdout.on('data', keep);
@@ -47,8 +52,10 @@ function runTier(tier: string): Promise<TierRun> {
       clearInterval(sampler);
       const seconds = (performance.now() - started) / 1000;
       const counts = /(\d+) passed, (\d+) failed, (\d+) skipped/.exec(tail)?.[0] ?? 'no totals printed';
+      const times = /cpu-times:\n.*\n(\d+)m([\d.]+)s (\d+)m([\d.]+)s/.exec(tail);
+      const cpuSeconds = times ? Number(times[1]) * 60 + Number(times[2]) + Number(times[3]) * 60 + Number(times[4]) : NaN;
       if (exitCode !== 0) console.log(tail.split('\n').filter((l) => /✖|failed|Error/.test(l)).slice(-30).join('\n'));
-      done({ tier, seconds, exitCode, counts, load: { before, max, after: loadavg()[0]! } });
+      done({ tier, seconds, cpuSeconds, exitCode, counts, load: { before, max, after: loadavg()[0]! } });
     });
   });
 }
@@ -66,9 +73,9 @@ try {
 }
 
 console.log(`\n${availableParallelism()} cores, ${burners.length ? `a CPU burner on each (${burners.length})` : 'no burner'}; ${new Date().toISOString()}`);
-console.log('tier   wall s   target   tests                              load avg (1 min) before / max / after');
+console.log('tier   wall s   CPU s   target         tests                              load avg (1 min) before / max / after');
 for (const r of results) {
   const target = TARGET_S[r.tier];
   const verdict = target === undefined ? '' : r.seconds < target ? `< ${target} s met` : `< ${target} s NOT met`;
-  console.log(`${r.tier.padEnd(6)} ${r.seconds.toFixed(1).padStart(6)}   ${verdict.padEnd(14)} ${r.counts.padEnd(34)} ${r.load.before.toFixed(2)} / ${r.load.max.toFixed(2)} / ${r.load.after.toFixed(2)}${r.exitCode === 0 ? '' : `  (exit ${r.exitCode})`}`);
+  console.log(`${r.tier.padEnd(6)} ${r.seconds.toFixed(1).padStart(6)}  ${r.cpuSeconds.toFixed(1).padStart(6)}   ${verdict.padEnd(14)} ${r.counts.padEnd(34)} ${r.load.before.toFixed(2)} / ${r.load.max.toFixed(2)} / ${r.load.after.toFixed(2)}${r.exitCode === 0 ? '' : `  (exit ${r.exitCode})`}`);
 }

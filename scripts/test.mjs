@@ -27,8 +27,11 @@ import { FileDurations } from '../test/reporters/durations.mjs';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
 
-/** Integration tests that start no browser, no SIP user agent, no cluster and no release: test:fast. */
-const FAST_FILES = ['test/container-files.test.ts', 'test/openapi.test.ts', 'test/docs.test.ts', 'test/services-startup.test.ts', 'test/pocketsphinx.test.ts'].map((f) => join(root, f));
+/**
+ * Integration tests that start no browser, no SIP user agent, no cluster and no release: test:fast.
+ * (test/pocketsphinx.test.ts is not one: it loads every core on purpose for a minute.)
+ */
+const FAST_FILES = ['test/container-files.test.ts', 'test/openapi.test.ts', 'test/docs.test.ts', 'test/services-startup.test.ts'].map((f) => join(root, f));
 
 /**
  * Files that mostly wait (on timers, restarts, other processes) and assert no rate, delay or audio
@@ -43,7 +46,7 @@ const PARALLEL_FILES = [
   'openai-transcription', 'sip-outbound', 'sip-workers', 'openai-mcp', 'admission', 'workers', 'postgres', 'contract', 'stun', 'sip-routing-nodes',
   'offer-fuzz', 'candidates', 'ice', 'datachannel', 'openai-http', 'services-startup', 'openapi', 'docs', 'recording-limits',
   'data-dir', 'sideband-limits', 'container-files', 'key-limits-across-nodes', 'sip-guards', 'node-listener', 'openai-mcp-floods',
-  'kubernetes-manifests', 'prometheus-rules', 'sip-rfc', 'sipp', 'models',
+  'kubernetes-manifests', 'prometheus-rules', 'sip-rfc', 'sipp', 'models', 'picture-floods',
 ].map((name) => join(root, 'test', `${name}.test.ts`));
 
 const listTests = (dir) =>

@@ -1,59 +1,40 @@
-// Wires the parts of a Parley node together from its configuration.
-import { modelNames } from './config/models.js';
-import { join } from 'node:path';
+// Wires the parts of a Parley node together from its configuration: each area's starter
+// (src/services/) opens its part, registering its close with the teardown, in the order below.
 import type { FastifyBaseLogger } from 'fastify';
-import { ApiKeyCache } from './auth/keyCache.js';
+import type { ApiKeyCache } from './auth/keyCache.js';
 import { NodeAuth } from './auth/nodeAuth.js';
-import { openStore, type Store } from './auth/store.js';
-import { TokenService } from './auth/tokens.js';
-import { createAgents } from './agent/agents.js';
-import { realtimeAgents } from './agent/realtime/bridge.js';
-import type { EngineHealth } from './agent/health.js';
-import { endpointingDefaults } from './agent/providers.js';
+import type { Store } from './auth/store.js';
+import type { TokenService } from './auth/tokens.js';
 import type { ModelRouter } from './agent/modelRouter.js';
-import { Admission } from './calls/admission.js';
-import { CallManager } from './calls/callManager.js';
-import { RevocationWatcher } from './calls/revocationWatcher.js';
-import { SipDialerSlot } from './sip/dialer.js';
-import { SipRouting } from './sip/routing.js';
-import { NodeDirectory } from './calls/nodeDirectory.js';
+import type { Admission } from './calls/admission.js';
+import type { CallManager } from './calls/callManager.js';
+import type { NodeDirectory } from './calls/nodeDirectory.js';
 import { Placement } from './calls/placement.js';
-import { CandidateFilter, ownMediaAddresses } from './calls/webrtc/candidateFilter.js';
-import { WebRtcTransports } from './calls/webrtc/webrtcTransports.js';
-import { Metrics } from './observability/metrics.js';
-import { EventLoopWatch } from './observability/eventLoop.js';
-import { DEFAULT_LOAD_THRESHOLD, NodeLoad } from './observability/nodeLoad.js';
-import { EncoderComplexity } from './media/encoderComplexity.js';
-import { ReadinessChecks, type Health } from './observability/readiness.js';
-import { startTracing, type SpanParent } from './observability/tracing.js';
-import { libDataChannelFactory } from './calls/webrtc/peer/libdatachannel.js';
-import { weriftFactory } from './calls/webrtc/peer/werift.js';
-import type { PeerFactory } from './calls/webrtc/peer/types.js';
+import type { WebRtcTransports } from './calls/webrtc/webrtcTransports.js';
 import type { Config } from './config/env.js';
-import { buildIceServers, type IceServerEntry } from './ice/iceConfig.js';
-import { serverIceServers } from './ice/serverIceServers.js';
-import { embeddedStunUrl, startStunServer, stunUrlsOfTurnServers, type StunServer } from './ice/stunServer.js';
-import { openAiProtocol } from './calls/protocol/openai.js';
-import { AZURE_PREVIEW_EVENTS, betaDialect } from './calls/protocol/openaiBeta.js';
-import { orgaProtocol } from './calls/protocol/orga.js';
+import type { IceServerEntry } from './ice/iceConfig.js';
+import type { TurnService } from './ice/turnService.js';
+import { Metrics } from './observability/metrics.js';
+import { ReadinessChecks } from './observability/readiness.js';
+import { startTracing } from './observability/tracing.js';
+import type { Recordings } from './recordings/recordings.js';
 import type { SessionDefaults } from './session/session.js';
-import { TurnKeySecrets } from './ice/turnKeySecrets.js';
-import { TurnService, type TurnHealth } from './ice/turnService.js';
-import type { Listener } from './system/outboundPolicy.js';
-import { OutboundRefused, type OutboundGuard } from './system/outboundRequest.js';
-import { StartupError } from './system/startupError.js';
-import { Teardown } from './system/teardown.js';
+import { SipDialerSlot } from './sip/dialer.js';
+import type { SipRouting } from './sip/routing.js';
 import { databaseHealth } from './storage/db.js';
-import { RedisKeyCallCounts, type KeyCallCounts } from './storage/keyCallCounts.js';
-import { NodeLiveness } from './storage/nodeLiveness.js';
 import { NodeStore, VERSION, loadOrCreateNodeId } from './storage/nodes.js';
-import { CallWebhooks } from './webhooks/callWebhooks.js';
-import { checkWebhookUrl, configuredHttpListener, webhookGuard } from './webhooks/destinations.js';
-import { WebhookDispatcher } from './webhooks/dispatcher.js';
-import { lostCallData, realtimeCallIncomingData } from './webhooks/payloads.js';
-import { WebhookPublisher } from './webhooks/publisher.js';
-import { webhookStoresOf, type WebhookStores } from './webhooks/stores.js';
-import { Recordings } from './recordings/recordings.js';
+import { Teardown } from './system/teardown.js';
+import type { WebhookStores } from './webhooks/stores.js';
+import { startAccess, startRevocations } from './services/access.js';
+import { registerAgentReadiness, startAgents } from './services/agents.js';
+import { sessionDefaultsOf, startAdmission, startCalls } from './services/calls.js';
+import { startCluster } from './services/cluster.js';
+import { iceServersOf, startStun, startTurn, turnReadiness, type NodeRole } from './services/ice.js';
+import { startLoad } from './services/load.js';
+import { startStore } from './services/store.js';
+import { outboundOf, startWebhooks } from './services/webhooks.js';
+
+export type { NodeRole } from './services/ice.js';
 
 export interface Services extends Store, WebhookStores {
   config: Config;
@@ -101,18 +82,6 @@ export interface Services extends Store, WebhookStores {
   close(): Promise<void>;
 }
 
-function sessionDefaultsOf(config: Config): SessionDefaults {
-  return {
-    turnDetection: { type: 'server_vad', ...endpointingDefaults(config), idleTimeoutMs: null, createResponse: true, interruptResponse: true },
-    noiseReduction: config.NOISE_REDUCTION === 'off' ? null : config.NOISE_REDUCTION,
-  };
-}
-
-export interface NodeRole {
-  /** A worker whose primary process runs Parley's coturn (on TURN_PORT): this one only checks it. */
-  coturnRunsElsewhere?: boolean;
-}
-
 export async function createServices(config: Config, log: FastifyBaseLogger, role: NodeRole = {}): Promise<Services> {
   // Each part registers its close as it is opened: a start that fails part-way closes what it had
   // opened, and close() closes everything, the same way (newest first).
@@ -127,81 +96,19 @@ export async function createServices(config: Config, log: FastifyBaseLogger, rol
 
 async function startServices(config: Config, log: FastifyBaseLogger, role: NodeRole, teardown: Teardown): Promise<Services> {
   // First, so a taken STUN port stops the start before anything else is opened.
-  const stun: StunServer | undefined = config.STUN_ENABLED
-    ? await startStunServer({ host: config.STUN_BIND || config.HOST, port: config.STUN_PORT })
-    : undefined;
-  if (stun) {
-    teardown.add('STUN server', () => stun.close());
-    log.info({ stun: stun.address }, 'embedded STUN server listening');
-  }
-  const opened = await openStore(config, log);
-  teardown.add('database', () => opened.db.destroy());
-  const store = { ...opened, ...webhookStoresOf(opened, config) };
-  teardown.add('Redis bus', () => store.bus.close());
+  const stun = await startStun(config, { log }, teardown);
+  const store = await startStore(config, { log }, teardown);
   const metrics = new Metrics();
-  const turn = await TurnService.start(config, store.turnSecrets, log, (url, up) => metrics.turnUp.set({ url }, up ? 1 : 0), role);
-  teardown.add('TURN service', () => turn.close());
-  // Parley's own coturn takes a secret per API key, so a revoked key's credentials stop at once.
-  const turnKeys = turn.health().managed
-    ? new TurnKeySecrets(join(config.DATA_DIR, 'coturn', 'turndb'), store.turnSecrets[0]!, config.TURN_REALM, config.TURN_CREDENTIAL_TTL_SECONDS)
-    : undefined;
-  if (turnKeys) teardown.add('TURN key secrets', () => turnKeys.close());
+  const ice = await startTurn(config, { turnSecrets: store.turnSecrets, metrics, log, role }, teardown);
   const readiness = new ReadinessChecks();
   metrics.watchReadiness(readiness);
   readiness.register('database', databaseHealth(store.database));
-  const eventLoop = new EventLoopWatch(config.EVENT_LOOP_LAG_DEGRADED_MS, metrics.eventLoopLag);
-  teardown.add('event loop watch', () => eventLoop.stop());
-  readiness.register('event_loop', eventLoop);
-  // The node's load: the encoders give up complexity as it rises, and above LOAD_THRESHOLD the node
-  // takes no new calls (admission) while other nodes are offered them (the heartbeat's load).
-  // Unset, the threshold steers calls to other nodes but refuses none that no other node takes.
-  const loadThreshold = config.LOAD_THRESHOLD ?? DEFAULT_LOAD_THRESHOLD;
-  const encoderComplexity = new EncoderComplexity({ max: config.OPUS_COMPLEXITY, min: config.OPUS_MIN_COMPLEXITY, threshold: loadThreshold });
-  metrics.loadThreshold.set(loadThreshold);
-  metrics.maxConcurrentCalls.set(config.MAX_CONCURRENT_CALLS);
-  metrics.opusComplexity.set(encoderComplexity.current);
-  /** Tells the other nodes at once when this one stops or starts taking calls (set once it heartbeats). */
-  let loadTurned = () => {};
-  let wasAccepting = true;
-  /** The node's calls, for the load's projection (admission counts them, once it exists). */
-  let callsNow = () => 0;
-  const nodeLoad: NodeLoad = new NodeLoad({
-    threshold: loadThreshold,
-    operatorSet: config.LOAD_THRESHOLD !== undefined,
-    calls: () => callsNow(),
-    loopLagMs: () => eventLoop.worstDelayMs,
-    onSample: (load) => {
-      metrics.nodeLoad.set(load);
-      metrics.opusComplexity.set(encoderComplexity.observe(load));
-      const accepting = nodeLoad.overloaded === undefined;
-      if (accepting !== wasAccepting) {
-        wasAccepting = accepting;
-        log.warn({ load: Number(load.toFixed(2)), threshold: loadThreshold }, accepting ? 'load back under the threshold: taking new calls again' : 'load above the threshold: new calls go to other nodes');
-        loadTurned();
-      }
-    },
-  });
-  teardown.add('node load', () => nodeLoad.stop());
-  readiness.register('load', nodeLoad);
-  const keyCache = new ApiKeyCache(store.apiKeys, config.KEY_CACHE_TTL_MS, config.KEY_CACHE_STALE_MS, store.database.availability);
-  keyCache.start();
-  teardown.add('API key cache', () => keyCache.stop());
-  // Set once the calls exist (below); notices are only delivered after Redis answers.
-  let revocations: RevocationWatcher | undefined;
-  followKeyChanges(store, keyCache, (id) => revocations?.keyRevoked(id), log, teardown);
+  const load = startLoad(config, { metrics, readiness, log }, teardown);
+  const access = startAccess(config, { store, log }, teardown);
   if (config.REDIS_URL) readiness.register('redis', store.bus);
-  const tokens = new TokenService(store.signingKeys, {
-    issuer: config.TOKEN_ISSUER,
-    audience: config.TOKEN_AUDIENCE,
-    ttlSeconds: config.TOKEN_TTL_SECONDS,
-  });
   const nodeStore = new NodeStore(store.db);
-  // Where requests to URLs a user chose may go (webhooks, a session's MCP servers): Parley's own
-  // listeners are among what they may not reach, this node's HTTP port once it is known.
-  let httpListener: Listener | undefined = configuredHttpListener(config);
-  const outboundGuard = webhookGuard(config, nodeStore, () => httpListener);
-  const agents = createAgents(config, log, { metrics, mcpGuard: outboundGuard, realtime: realtimeAgents(config, log, metrics) });
-  teardown.add('agents', () => agents.close());
+  const outbound = outboundOf(config, nodeStore);
+  const agents = startAgents(config, { metrics, mcpGuard: outbound.guard, log }, teardown);
   const sessionDefaults = sessionDefaultsOf(config);
   const nodeId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
   // Traces (when configured): closed after the calls and the webhook dispatcher that make spans,
@@ -211,109 +118,23 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     teardown.add('traces', () => tracing.shutdown());
     log.info({ sampler: config.OTEL_TRACES_SAMPLER }, 'traces exported over OTLP/HTTP');
   }
-  // Each key's calls counted across the nodes (Redis), renewed at the heartbeat's pace.
-  const keyCalls = config.REDIS_URL ? new RedisKeyCallCounts(config.REDIS_URL, nodeId, config.NODE_LOST_AFTER_MS, log) : undefined;
-  const admission = admissionOf(config, metrics, () => nodeLoad.overloaded, keyCalls);
-  callsNow = () => admission.counts.calls;
-  if (keyCalls) {
-    await keyCalls.start(() => admission.callsByKey, config.NODE_HEARTBEAT_MS);
-    teardown.add('calls per key across the nodes', () => keyCalls.close());
-  }
-  const webhookPublisher = await startWebhooks(config, store, outboundGuard, metrics, log, teardown, tracing.root);
-  const recordings = new Recordings(
-    {
-      byDefault: config.RECORDING === 'on',
-      dir: config.RECORDING_DIR ?? join(config.DATA_DIR, 'recordings'),
-      retentionDays: config.RECORDING_RETENTION_DAYS,
-      maxBytes: config.RECORDING_MAX_BYTES,
-      minFreeBytes: config.RECORDING_MIN_FREE_BYTES,
-    },
-    (apiKeyId) => store.apiKeys.recordingOf(apiKeyId),
-    log,
+  const admission = await startAdmission(config, { load, metrics, nodeId, log }, teardown);
+  const webhooks = await startWebhooks(config, { store, guard: outbound.guard, metrics, log, trace: tracing.root }, teardown);
+  const { calls, recordings, sipRouting, webrtc } = startCalls(
+    config,
+    { store, models: agents.models, sessionDefaults, admission, webhooks, load, metrics, nodeId, traceRoot: tracing.root, log },
+    teardown,
   );
-  recordings.startRetention();
-  teardown.add('recordings retention and disk guard', () => recordings.stop());
-  const calls = new CallManager({
-    conversations: store.conversations,
-    models: agents.models,
-    protocols: { orga: orgaProtocol(modelNames(config.MODELS)), openai: openAiProtocol(sessionDefaults), 'openai-beta': betaDialect(openAiProtocol(sessionDefaults)),
-      'openai-azure': betaDialect(openAiProtocol(sessionDefaults), AZURE_PREVIEW_EVENTS),
-    },
-    timeouts: {
-      connectTimeoutMs: config.CALL_CONNECT_TIMEOUT_MS,
-      idleTimeoutMs: config.CALL_IDLE_TIMEOUT_MS,
-      maxDurationMs: config.CALL_MAX_DURATION_MS,
-      reconnectGraceMs: config.CALL_RECONNECT_GRACE_MS,
-    },
-    rates: { messagesPerSecond: config.CALL_EVENTS_PER_SECOND, repliesPerSecond: config.CALL_REPLIES_PER_SECOND, sidebands: config.MAX_SIDEBANDS_PER_CALL },
-    nodeId,
-    log,
-    metrics,
-    admission,
-    observers: [() => new CallWebhooks(webhookPublisher, log)],
-    recordings,
-    ...(tracing.root ? { traceRoot: tracing.root } : {}),
-  });
-  const sipRouting = new SipRouting({
-    announce: async (call) => (await webhookPublisher.publish(call.apiKeyId, 'realtime.call.incoming', realtimeCallIncomingData(call))) !== undefined,
-    timeoutMs: config.SIP_ROUTING_TIMEOUT_MS,
-    defaultRoute: config.SIP_DEFAULT_ROUTE,
-    routed: (decision, by) => metrics.sipRouting.inc({ decision, by }),
-  });
-  const webrtc = new WebRtcTransports({
-    peers: peersOf(config, store.turnSecrets),
-    candidates: new CandidateFilter({
-      allow: config.ICE_CANDIDATE_ALLOW,
-      deny: config.ICE_CANDIDATE_DENY,
-      ownAddresses: ownMediaAddresses(config.ICE_BIND_ADDRESS),
-    }),
-    metrics,
-    log,
-    opusComplexity: () => encoderComplexity.current,
-  });
-  const watcher = new RevocationWatcher({
-    liveCalls: () => calls.liveCalls(),
-    ...(turnKeys ? { otherKeys: () => turnKeys.keys(), onRevoked: (id: string) => turnKeys.revoke(id) } : {}),
-    revokedAmong: (ids) => store.apiKeys.revokedAmong(ids),
-    // Bounded below: KEY_CACHE_TTL_MS=0 (no cache) must not mean a query per tick.
-    pollMs: Math.max(500, config.KEY_CACHE_TTL_MS),
-    log,
-  });
-  revocations = watcher;
-  watcher.start();
-  teardown.add('revocation watcher', () => watcher.stop());
-  let nodeUrl: string | null = null;
-  let sipAddress: string | null = null;
-  const liveness = new NodeLiveness(
-    nodeStore,
-    store.conversations,
-    store.database.availability,
-    {
-      nodeId,
-      heartbeatMs: config.NODE_HEARTBEAT_MS,
-      lostAfterMs: config.NODE_LOST_AFTER_MS,
-      facts: () => ({ url: nodeUrl, calls: calls.activeCount, max_calls: config.MAX_CONCURRENT_CALLS, load: nodeLoad.value, accepting: nodeLoad.overloaded === undefined ? 1 : 0, sip_address: sipAddress, media_address: config.ICE_PUBLIC_IP ?? config.ICE_BIND_ADDRESS ?? null }),
-      // A call lost with its node never told its end: the node that records it failed does.
-      lost: async (lostCalls) => {
-        for (const call of lostCalls) await webhookPublisher.publish(call.apiKeyId, 'call.failed', lostCallData(call));
-      },
-    },
-    log,
-  );
-  await liveness.start();
-  teardown.add('node liveness', () => liveness.stop());
-  loadTurned = () => void liveness.heartbeatNow().catch(() => {});
-  // Offered calls only while its heartbeats are recent: a node killed a moment ago is not.
-  const nodeDirectory = new NodeDirectory(nodeStore, { selfId: nodeId, freshForMs: Math.min(config.NODE_LOST_AFTER_MS, 3 * config.NODE_HEARTBEAT_MS) });
+  startRevocations(config, { store, calls, turnKeys: ice.turnKeys, keyRevoked: access.keyRevoked, log }, teardown);
+  const cluster = await startCluster(config, { store, nodeStore, nodeId, calls, load, webhooks, outbound, log }, teardown);
   readiness.register('node', () => (calls.isDraining ? { state: 'failed', detail: 'shutting down' } : { state: 'ready' }));
-  readiness.register('turn', () => turnReadiness(turn.health()));
-  readiness.register('speech', () => speechReadiness(agents.health()));
-  readiness.register('models', () => modelsReadiness(agents.models.health()));
+  readiness.register('turn', () => turnReadiness(ice.turn.health()));
+  registerAgentReadiness(readiness, agents);
   return {
     ...store,
     config,
-    keyCache,
-    tokens,
+    keyCache: access.keyCache,
+    tokens: access.tokens,
     calls,
     sipRouting,
     sipDialer: new SipDialerSlot(),
@@ -324,175 +145,14 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     readiness,
     nodeId,
     nodeAuth: new NodeAuth(nodeId, store.pepper),
-    nodeDirectory,
-    placement: new Placement(nodeDirectory, admission, metrics),
-    async announce(url, httpPort) {
-      nodeUrl = url;
-      httpListener = { host: config.HOST, port: httpPort };
-      await liveness.heartbeatNow();
-    },
-    async announceSip(address) {
-      sipAddress = address;
-      await liveness.heartbeatNow();
-    },
+    nodeDirectory: cluster.nodeDirectory,
+    placement: new Placement(cluster.nodeDirectory, admission, metrics),
+    announce: cluster.announce,
+    announceSip: cluster.announceSip,
     models: agents.models,
     sessionDefaults,
-    turn,
-    iceServers: iceServersOf(config, { stun, turn, turnKeys, turnSecrets: store.turnSecrets }),
+    turn: ice.turn,
+    iceServers: iceServersOf(config, { stun, ...ice, turnSecrets: store.turnSecrets }),
     close: () => teardown.close(),
   };
-}
-
-/**
- * Keeps the key cache and the signing keys current: notices from the other nodes and the CLI
- * (Redis), and a reload of the signing keys every second, Redis or not (a small table; a notice
- * only makes it sooner).
- */
-function followKeyChanges(store: Store, keyCache: ApiKeyCache, keyRevoked: (id: string) => void, log: FastifyBaseLogger, teardown: Teardown): void {
-  const reloadSigningKeys = () => void store.signingKeys.reload().catch(() => {});
-  store.bus.subscribe(
-    (message) => {
-      if (message.kind === 'key-revoked') {
-        keyCache.invalidate();
-        keyRevoked(message.id);
-      } else reloadSigningKeys();
-    },
-    () => {
-      // Back after a Redis outage: notices sent meanwhile are lost, so start over from the store.
-      log.info('Redis reachable again: key caches reloaded');
-      keyCache.invalidate();
-      reloadSigningKeys();
-    },
-  );
-  const reloadTimer = setInterval(reloadSigningKeys, 1000);
-  reloadTimer.unref();
-  teardown.add('signing key reload', () => clearInterval(reloadTimer));
-}
-
-function admissionOf(config: Config, metrics: Metrics, overload: () => string | undefined, acrossNodes: KeyCallCounts | undefined): Admission {
-  return new Admission(
-    {
-      maxCalls: config.MAX_CONCURRENT_CALLS,
-      maxHalfOpen: config.MAX_HALF_OPEN_CALLS,
-      maxCallsPerKey: config.MAX_CALLS_PER_KEY,
-      maxHalfOpenPerKey: config.MAX_HALF_OPEN_CALLS_PER_KEY,
-      maxCallsPerToken: config.MAX_CALLS_PER_TOKEN,
-      ownHalfOpen: { sip: config.SIP_MAX_HALF_OPEN_CALLS },
-      loadRefusesAlone: config.LOAD_THRESHOLD !== undefined,
-    },
-    (counts) => metrics.halfOpenCalls.set(counts.halfOpen),
-    overload,
-    acrossNodes,
-  );
-}
-
-/** The webhook deliveries (the dispatcher started) and the publisher that writes their events. */
-async function startWebhooks(
-  config: Config,
-  store: Store & WebhookStores,
-  guard: OutboundGuard,
-  metrics: Metrics,
-  log: FastifyBaseLogger,
-  teardown: Teardown,
-  trace: SpanParent | undefined,
-): Promise<WebhookPublisher> {
-  if (config.WEBHOOK_URL) await checkGlobalWebhookUrl(config.WEBHOOK_URL, guard, log);
-  await store.webhookEndpoints.syncGlobal();
-  const dispatcher = new WebhookDispatcher(
-    store.webhookOutbox,
-    store.webhookEndpoints,
-    {
-      pollMs: config.WEBHOOK_POLL_MS,
-      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
-      concurrency: config.WEBHOOK_CONCURRENCY,
-      retryMaxMs: config.WEBHOOK_RETRY_MAX_MS,
-      attempted: (outcome) => metrics.webhookAttempts.inc({ outcome }),
-      guard,
-      ...(trace ? { trace } : {}),
-    },
-    log,
-  );
-  dispatcher.start();
-  teardown.add('webhook dispatcher', () => dispatcher.stop());
-  return new WebhookPublisher(store.webhookEndpoints, store.webhookOutbox, dispatcher);
-}
-
-/**
- * A WEBHOOK_URL the outbound policy refuses stops the start; one that does not resolve now is only
- * warned of (its DNS may be back by the first event, and each delivery is checked again anyway).
- */
-async function checkGlobalWebhookUrl(url: string, guard: OutboundGuard, log: FastifyBaseLogger): Promise<void> {
-  try {
-    await checkWebhookUrl(url, guard);
-  } catch (err) {
-    if (err instanceof OutboundRefused) throw new StartupError(`WEBHOOK_URL: ${err.message}`);
-    log.warn({ err: (err as Error).message }, 'WEBHOOK_URL cannot be checked now; each delivery will be');
-  }
-}
-
-/** The server's side of WebRTC calls: its own STUN/TURN list is built per peer connection, as its TURN credentials expire. */
-function peersOf(config: Config, turnSecrets: string[]): PeerFactory {
-  const peerFactory = config.WEBRTC_STACK === 'werift' ? weriftFactory : libDataChannelFactory;
-  const peerOptions = {
-    ...(config.ICE_BIND_ADDRESS ? { bindAddress: config.ICE_BIND_ADDRESS } : {}),
-    ...(config.ICE_PORT_RANGE ? { portRange: config.ICE_PORT_RANGE } : {}),
-    ...(config.ICE_PUBLIC_IP ? { publicIp: config.ICE_PUBLIC_IP } : {}),
-  };
-  return {
-    name: peerFactory({ ...peerOptions, iceServers: [] }).name,
-    create: (label) =>
-      peerFactory({
-        ...peerOptions,
-        iceServers: serverIceServers(config.SERVER_ICE_SERVERS, turnSecrets[0], config.TURN_CREDENTIAL_TTL_SECONDS),
-      }).create(label),
-  };
-}
-
-/** ice-config's body for a token of a key (Services.iceServers). */
-function iceServersOf(
-  config: Config,
-  ice: { stun: StunServer | undefined; turn: TurnService; turnKeys: TurnKeySecrets | undefined; turnSecrets: string[] },
-): Services['iceServers'] {
-  const { stun, turn, turnKeys, turnSecrets } = ice;
-  return (token, apiKeyId) => {
-    const turnUrls = turn.upUrls();
-    // A call may start as late as the token's end and last its maximum duration: no credential needs longer.
-    const tokenLeft = Math.max(0, token.exp - Math.floor(Date.now() / 1000));
-    const ttl = Math.min(config.TURN_CREDENTIAL_TTL_SECONDS, tokenLeft + Math.ceil(config.CALL_MAX_DURATION_MS / 1000));
-    return buildIceServers(
-      {
-        stunUrls: config.STUN_URLS ?? (stun ? [embeddedStunUrl(stun.address, config.ICE_PUBLIC_IP)] : stunUrlsOfTurnServers(turn.upUrls())),
-        turnUrls,
-        turnSecret: turnUrls.length ? (turnKeys?.grant(apiKeyId) ?? turnSecrets[0]) : undefined,
-        turnTtlSeconds: ttl,
-      },
-      token.jti,
-    );
-  };
-}
-
-/** TURN is usable when it is off by choice or at least one server answers its checks. */
-function turnReadiness(h: TurnHealth): Health {
-  if (!h.enabled) return { state: 'ready', detail: 'TURN disabled (TURN_ENABLED=false)' };
-  const down = h.servers.filter((s) => !s.up);
-  if (!down.length) return { state: 'ready' };
-  const detail = `not answering: ${down.map((s) => `${s.url}${s.error ? ` (${s.error})` : ''}`).join(', ')}`;
-  return { state: h.ok ? 'degraded' : h.servers.some((s) => s.checkedAt) ? 'failed' : 'starting', detail };
-}
-
-/** The speech engines, the worst first: the voice agent needs them all. */
-/** Degraded while a model is passed over (its calls go to its fallback); a model that cannot run here is named. */
-function modelsReadiness(models: Record<string, EngineHealth>): Health {
-  const troubled = Object.entries(models).filter(([, h]) => h.state !== 'ready');
-  if (!troubled.length) return { state: 'ready' };
-  return { state: 'degraded', detail: troubled.map(([id, h]) => `${id}: ${h.detail ?? h.state}`).join('; ') };
-}
-
-function speechReadiness(engines: Record<string, EngineHealth>): Health {
-  const entries = Object.entries(engines);
-  if (!entries.length) return { state: 'failed', detail: 'speech engines unavailable: run scripts/setup.sh --runtime' };
-  const order: EngineHealth['state'][] = ['failed', 'starting', 'degraded', 'ready'];
-  const worst = order.find((state) => entries.some(([, h]) => h.state === state)) ?? 'ready';
-  const detail = entries.filter(([, h]) => h.state !== 'ready').map(([stage, h]) => `${stage}: ${h.state}${h.detail ? ` (${h.detail})` : ''}`).join('; ');
-  return { state: worst, ...(detail ? { detail } : {}) };
 }

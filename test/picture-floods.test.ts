@@ -4,8 +4,8 @@
 // fairly per key: A gets its own bound (server_busy past it), B's picture is decoded and answered,
 // nothing is a 5xx or invalid_image, /healthz answers throughout. And a decode that runs past
 // VISION_DECODE_TIMEOUT_MS is server_busy, not invalid_image (a tiny timeout drives it).
-// Figures of the same flood, before and after: bench/picture-floods.ts. Not among the parallel files:
-// the bombs take both cores for a while.
+// Figures of the same flood, before and after: bench/picture-floods.ts. It asserts no time (bounds
+// are generous, outcomes are counted), so it runs among the parallel files.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { imageItem, ordinaryJpeg, outcomeOf, pictureFlood } from './helpers/pictureFlood.ts';

@@ -270,8 +270,11 @@ function runFfmpeg(opts: StillDecoderOptions, source: StillSource): Promise<Stil
       settled = true;
       clearTimeout(timer);
       if (err) {
+        // Settled once the process is gone, so that a decoder's slot is free only then (a bomb's
+        // ffmpeg holds hundreds of MB until it is).
+        if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return reject(err);
+        child.once('close', () => reject(err));
         child.kill('SIGKILL');
-        reject(err);
       } else resolve(image!);
     };
     const timeoutMs = opts.timeoutMs ?? DEFAULT_DECODE_TIMEOUT_MS;

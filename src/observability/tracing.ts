@@ -91,8 +91,11 @@ export function startSpan(parent: SpanParent | undefined, name: string, attribut
   return new LiveSpan(parent.tracer.startSpan(name, { kind, attributes: all }, parent.context), parent);
 }
 
-/** The upstream services a voice agent calls over HTTP (LLM_BASE_URL, STT_URL, TTS_URL). */
-export type UpstreamKind = 'llm' | 'stt' | 'tts';
+/**
+ * The upstream model services a call uses: over HTTP, a voice agent's (LLM_BASE_URL, STT_URL,
+ * TTS_URL), one request each; over a WebSocket, a realtime model's session (the call's whole).
+ */
+export type UpstreamKind = 'llm' | 'stt' | 'tts' | 'realtime';
 
 /**
  * A request to an upstream model service: a client span named `upstream.<kind>` with the address
@@ -101,13 +104,15 @@ export type UpstreamKind = 'llm' | 'stt' | 'tts';
 export function upstreamSpan(parent: SpanParent | undefined, kind: UpstreamKind, url: string, model: string): TraceSpan {
   if (!parent) return NO_SPAN;
   const u = new URL(url);
+  const secure = u.protocol === 'https:' || u.protocol === 'wss:';
   return startSpan(
     parent,
     `upstream.${kind}`,
     {
-      'http.request.method': 'POST',
+      // A WebSocket opens with a GET (its upgrade).
+      'http.request.method': kind === 'realtime' ? 'GET' : 'POST',
       'server.address': u.hostname,
-      'server.port': Number(u.port) || (u.protocol === 'https:' ? 443 : 80),
+      'server.port': Number(u.port) || (secure ? 443 : 80),
       'url.path': u.pathname,
       'parley.upstream.kind': kind,
       'parley.upstream.model': model,

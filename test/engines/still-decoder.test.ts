@@ -1,6 +1,6 @@
 // The still decoder (an ffmpeg process per picture) on VP8 and H.264 key frames (H.264 through the
-// RTP depacketiser), scaling, images, bad input and its bound on concurrent decodes. Clips are made
-// by ffmpeg at test time.
+// RTP depacketiser), scaling, images, bad input, its bound on concurrent decodes shared fairly per
+// key, and its timeout. Clips are made by ffmpeg at test time.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, test } from 'node:test';

@@ -69,7 +69,7 @@ const isFfmpeg = (pid: number) => {
  * every picture has its outcome and the victim its reply.
  */
 export async function pictureFlood(
-  server: RunningServer,
+  server: Pick<RunningServer, 'baseUrl' | 'proc'>,
   opts: { attackerKey: string; victimKey: string; bombs: number; beforeVictim: (attacker: RealtimeSession[]) => Promise<void>; timeoutMs?: number },
 ): Promise<PictureFloodReport> {
   const timeoutMs = opts.timeoutMs ?? 180_000;

@@ -20,6 +20,7 @@ const LAYERS = [
   'startup.ts',
   'http',
   'services.ts',
+  'services',
   'sip',
   'webhooks',
   'calls',

@@ -6,6 +6,10 @@ import { ROOT_CONTEXT, type HrTime } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { NO_CALL_TRACE, TURN_STAGES, startCallTrace } from '../../src/observability/callTrace.ts';
 import { NO_SPAN, tracesWanted, upstreamFailed, upstreamSpan, type SpanParent } from '../../src/observability/tracing.ts';
+import { RealtimeBridge } from '../../src/agent/realtime/bridge.ts';
+import type { UpstreamListener, UpstreamModel } from '../../src/agent/realtime/types.ts';
+import type { RealtimeEntry } from '../../src/config/models.ts';
+import { fakeContext } from '../helpers/agentFakes.ts';
 import { configProblems } from '../helpers/config.ts';
 
 function memoryTracer(content = false): { root: SpanParent; spans: () => ReadableSpan[] } {
@@ -138,4 +142,44 @@ test('tracing off: no call trace, no turn, no span; an upstream span names the a
   assert.equal(s!.attributes['parley.upstream.cancelled'], true, 'a cancelled request is not an error');
   assert.equal(s!.status.code, 0);
   assert.ok(!JSON.stringify(s!.attributes).includes('secret'));
+});
+
+test("a realtime model's upstream session is a span of the call: its address, model, time to connect, and how it failed", () => {
+  const { root, spans } = memoryTracer();
+  const call = startCallTrace(root, {});
+  const { ctx, failures } = fakeContext();
+  let listener: UpstreamListener | undefined;
+  const upstream: UpstreamModel = {
+    inputSampleRate: 24_000,
+    bufferedBytes: 0,
+    open: (_session, _options, l) => void (listener = l),
+    configure() {},
+    appendAudio() {},
+    commitInput() {},
+    clearInput() {},
+    createResponse() {},
+    cancelResponse() {},
+    addItem() {},
+    deleteItem() {},
+    truncate() {},
+    close() {},
+  };
+  const entry: RealtimeEntry = { kind: 'realtime', id: 'gpt-realtime', description: '', aliases: [], keys: '*', fallback: [], url: 'wss://realtime.example/v1/realtime?key=secret', apiKey: 'sk-upstream', model: 'gpt-realtime', dialect: 'ga', audioFormat: 'pcm16' };
+  const bridge = new RealtimeBridge({ ...ctx, trace: call }, entry, upstream, { connectTimeoutMs: 60_000, responseTimeoutMs: 60_000 });
+  listener!.event({ type: 'upstream.ready' } as Parameters<UpstreamListener['event']>[0]);
+  listener!.failed({ code: 'model_failed', message: 'The model gpt-realtime closed its connection mid-call (WebSocket close 1006).' });
+  bridge.close();
+  call.end(false, {});
+  assert.equal(failures.length, 1);
+  const all = spans();
+  const span = all.find((s) => s.name === 'upstream.realtime')!;
+  assert.equal(span.parentSpanContext?.spanId, all.find((s) => s.name === 'call')!.spanContext().spanId);
+  assert.equal(span.attributes['server.address'], 'realtime.example');
+  assert.equal(span.attributes['server.port'], 443);
+  assert.equal(span.attributes['url.path'], '/v1/realtime');
+  assert.equal(span.attributes['parley.upstream.model'], 'gpt-realtime');
+  assert.equal(typeof span.attributes['parley.upstream.connect_ms'], 'number');
+  assert.equal(span.attributes['parley.upstream.failure'], 'model_failed');
+  assert.equal(span.status.code, 2);
+  assert.ok(!JSON.stringify([span.attributes, span.status]).includes('secret') && !JSON.stringify(span.attributes).includes('sk-upstream'));
 });

@@ -13,6 +13,7 @@ import { StreamResampler } from '../../media/audio/resample.js';
 import type { StillDecoder, StillImage } from '../../media/stillImage.js';
 import type { VideoFrameInfo } from '../../media/videoReceiver.js';
 import type { Metrics } from '../../observability/metrics.js';
+import { upstreamSpan, type TraceSpan } from '../../observability/tracing.js';
 import { hasCameraPicture, itemText, newItemId, type Item, type MessageItem } from '../../session/conversation.js';
 import type { CallEvent, StageTimings } from '../../session/events.js';
 import type { Session } from '../../session/session.js';
@@ -109,6 +110,8 @@ export class RealtimeBridge implements Agent {
   private readonly clientItems = new Map<string, { item: Item; audio?: Int16Array }>();
   private readonly unsubscribePlayback: () => void;
   private readonly log: FastifyBaseLogger | undefined;
+  /** The upstream session's span (traces): from its opening to its end. */
+  private readonly span: TraceSpan;
   /** Until the last audio of a reply has been sent (a paced wire), the events after it wait here. */
   private holding: Promise<void> | undefined;
   private readonly held: CallEvent[] = [];
@@ -121,7 +124,9 @@ export class RealtimeBridge implements Agent {
   ) {
     this.inputSampleRate = upstream.inputSampleRate;
     this.session = ctx.session();
-    this.log = deps.log?.child({ model: entry.id, conversation: ctx.conversationId });
+    this.span = upstreamSpan(ctx.trace?.parent, 'realtime', entry.url, entry.model);
+    this.span.set({ 'parley.model.id': entry.id });
+    this.log = deps.log?.child({ model: entry.id, conversation: ctx.conversationId, ...this.span.logFields });
     const requestKeyframe = ctx.requestKeyframe?.bind(ctx);
     const { stills } = deps;
     this.camera =
@@ -253,6 +258,7 @@ export class RealtimeBridge implements Agent {
         this.ready = true;
         clearTimeout(this.connectTimer);
         this.deps.metrics?.modelConnectSeconds.observe({ model: this.entry.id }, (performance.now() - this.openedAt) / 1000);
+        this.span.set({ 'parley.upstream.connect_ms': Math.round(performance.now() - this.openedAt) });
         return;
       case 'upstream.audio':
         return this.play(e.responseId, e.itemId, e.pcm, e.rate);
@@ -552,6 +558,8 @@ export class RealtimeBridge implements Agent {
   private fail(failure: UpstreamFailure): void {
     if (this.ended) return;
     const active = this.active;
+    this.span.set({ 'parley.upstream.failure': failure.code });
+    this.span.fail(new Error(failure.message));
     this.end();
     this.log?.warn({ code: failure.code, ...(failure.cause ? { err: failure.cause } : {}) }, failure.message);
     if (active) this.ctx.emit({ type: 'response.done', response: { id: active, status: 'failed', reason: failure.code, output: [], inConversation: true, metadata: null } });
@@ -568,6 +576,7 @@ export class RealtimeBridge implements Agent {
     this.camera?.close();
     this.clientItems.clear();
     this.upstream.close();
+    this.span.end();
   }
 }
 
