@@ -147,6 +147,7 @@ export class EchoGuard {
       },
       ...(out.sent ? { sent: () => out.sent!() } : {}),
       onPlayback: (listener) => out.onPlayback(listener),
+      ...(out.clientTruncates ? { clientTruncates: true } : {}),
     };
   }
 

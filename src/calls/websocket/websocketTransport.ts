@@ -91,6 +91,7 @@ export class WebSocketTransport implements EventAudioTransport {
       },
       sent: () => (this.unsent.length ? new Promise<void>((resolve) => this.allSent.push(resolve)) : Promise.resolve()),
       onPlayback: (listener) => playout.onPlayback(listener),
+      clientTruncates: true,
     };
     this.eventAudio = {
       sessionChanged: (session) => this.sessionChanged(session),
