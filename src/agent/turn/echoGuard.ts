@@ -23,6 +23,12 @@ const WINDOW_BINS = 40;
 const OUTPUT_FLOOR = 10_000;
 /** Input this much louder (energy) than the predicted echo is the caller: ≈ 4 dB. */
 const MARGIN = 2.5;
+/**
+ * How far behind the agent's playout the caller's audio may be (its frames arriving together: an
+ * append of a few hundred ms, a jitter buffer catching up); further behind, the caller's audio had a
+ * gap (a client that sends nothing in silence), and it is placed at the playout again.
+ */
+const MAX_BURST_BINS = 50;
 /** After audio that passed, the caller's next audio passes too for this long (20 ms frames). */
 const HANGOVER_FRAMES = 15;
 /** Coupling learned from the last this many echo-only frames (3 s of agent audio). */
@@ -115,10 +121,10 @@ export class EchoGuard {
   private damped = 0;
   private out: AudioOut | undefined;
   /**
-   * The bin the caller hears now. The audio out says how much the caller has still to hear (RTP
-   * paces it; a WebSocket client's playout is a timeline); audio it does not count as queued is
-   * taken to be played in real time, one bin per 10 ms of the caller's audio. Past the last bin
-   * written, the caller hears silence (empty bins are added), so the guard lets go once the echo has died.
+   * The bin the caller heard as it recorded its latest frame: one bin per 10 ms of the caller's
+   * audio, bounded by the audio out, which says how much the caller has still to hear (RTP paces
+   * it; a WebSocket client's playout is a timeline). Past the last bin written, the caller hears
+   * silence (empty bins are added), so the guard lets go once the echo has died.
    */
   private played = 0;
 
@@ -209,14 +215,22 @@ export class EchoGuard {
     return queued > 0 ? this.written - Math.round(queued / BIN_MS) : Math.min(this.written, Math.floor(this.played));
   }
 
-  /** The caller's clock moved on by `bins` (10 ms each). */
+  /**
+   * The caller's clock moved on by `bins` (10 ms each). Each frame is placed by its own time in the
+   * caller's audio, after the one before it, not by when it arrived: frames that arrive together (an
+   * append of several, a jitter buffer catching up) were recorded one after the other, each against
+   * the agent's audio playing then. The output's queue bounds that place: a frame was recorded no
+   * later than what plays as it arrives, nor longer before it than a burst lasts (past that, the
+   * caller's audio had a gap, and what comes now is recorded now).
+   */
   private advance(bins: number): void {
+    this.played += bins;
     const queued = this.out?.queuedMs ?? 0;
     if (queued > 0) {
-      this.played = this.written - Math.round(queued / BIN_MS);
+      const playingNow = this.written - Math.round(queued / BIN_MS);
+      if (this.played > playingNow || this.played < playingNow - MAX_BURST_BINS) this.played = playingNow;
       return;
     }
-    this.played += bins;
     if (this.played <= this.written) return;
     // The agent is silent: what is half a bin is as good as whole, and silence follows.
     if (this.sending.count > 0) this.bins.push(this.sending.take());
