@@ -145,3 +145,18 @@ test('a caller barging in at a reply’s start, delivered in a burst, passes: it
   const passed = heard.slice(0, 200 / 20).filter((f) => rms(f) > 2000).length;
   assert.equal(passed, 10, `${passed} of the caller's 10 frames reached the VAD`);
 });
+
+test('the first frames of a caller, arriving together and stamped with when each was recorded, each meet the agent audio playing then', () => {
+  // As the second test, but the caller's audio starts with this burst (nothing came before it to
+  // keep its clock): 600 ms of it arrives at 600 ms, each frame stamped by the transport.
+  let now = 0;
+  const out = new FakeAudioOut();
+  const guard = new EchoGuard(16_000, () => now);
+  guard.watch(out).write(concat([tone(200, 1000, 48_000), tone(1800, 8000, 48_000, 200 * 48)]));
+  now = 600;
+  out.play(600);
+  const heard: Int16Array[] = [];
+  for (let t = 0; t < 600; t += 20) heard.push(guard.filter(t < 200 ? tone(20, 3000, 16_000, t * 16) : new Int16Array(320), t + 20));
+  const passed = heard.slice(0, 10).filter((f) => rms(f) > 2000).length;
+  assert.equal(passed, 10, `${passed} of the caller's 10 frames reached the VAD`);
+});

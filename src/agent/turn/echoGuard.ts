@@ -29,6 +29,8 @@ const MARGIN = 2.5;
  * gap (a client that sends nothing in silence), and it is placed at the playout again.
  */
 const MAX_BURST_BINS = 50;
+/** How far back a frame recorded before it arrived is placed at most (bins kept for it: 2 s). */
+const MAX_AGO_BINS = 200;
 /** After audio that passed, the caller's next audio passes too for this long (20 ms frames). */
 const HANGOVER_FRAMES = 15;
 /** Coupling learned from the last this many echo-only frames (3 s of agent audio). */
@@ -128,8 +130,11 @@ export class EchoGuard {
    */
   private played = 0;
 
-  /** `inputRate`: the sample rate of the caller's frames it is given (the audio clock). */
-  constructor(private readonly inputRate: number) {
+  /** `inputRate`: the sample rate of the caller's frames it is given (the audio clock); `now`: the clock of `capturedAt`. */
+  constructor(
+    private readonly inputRate: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
     this.sending = new EnergyMeter(Math.max(1, Math.round(48_000 / inputRate)));
   }
 
@@ -157,14 +162,18 @@ export class EchoGuard {
     };
   }
 
-  /** One frame of the caller's audio (any rate): itself, or silence when the agent's echo explains it. */
-  filter(frame: Int16Array): Int16Array {
-    return this.isEcho(frame) ? new Int16Array(frame.length) : frame;
+  /**
+   * One frame of the caller's audio (any rate): itself, or silence when the agent's echo explains it.
+   * `capturedAt` (performance.now() ms): when its recording ended, where the transport knows it
+   * (frames that arrived together); absent, it is placed by the caller's audio clock.
+   */
+  filter(frame: Int16Array, capturedAt?: number): Int16Array {
+    return this.isEcho(frame, capturedAt) ? new Int16Array(frame.length) : frame;
   }
 
   /** Whether this frame of the caller's audio (the next one, in order) is the agent's echo and no more. */
-  isEcho(frame: Int16Array): boolean {
-    this.advance((frame.length * 100) / this.inputRate);
+  isEcho(frame: Int16Array, capturedAt?: number): boolean {
+    this.advance((frame.length * 100) / this.inputRate, capturedAt === undefined ? 0 : Math.max(0, this.now() - capturedAt));
     for (let i = 0; i < frame.length; i++) this.hearing.add(frame[i]!);
     const heard = this.hearing.take();
     const reference = this.reference();
@@ -223,12 +232,14 @@ export class EchoGuard {
    * later than what plays as it arrives, nor longer before it than a burst lasts (past that, the
    * caller's audio had a gap, and what comes now is recorded now).
    */
-  private advance(bins: number): void {
+  private advance(bins: number, agoMs: number): void {
     this.played += bins;
     const queued = this.out?.queuedMs ?? 0;
     if (queued > 0) {
       const playingNow = this.written - Math.round(queued / BIN_MS);
-      if (this.played > playingNow || this.played < playingNow - MAX_BURST_BINS) this.played = playingNow;
+      // Recorded `agoMs` before now (a frame of an append): it met what played then.
+      if (agoMs > 0) this.played = Math.max(this.base, playingNow - Math.min(MAX_AGO_BINS, Math.round(agoMs / BIN_MS)));
+      else if (this.played > playingNow || this.played < playingNow - MAX_BURST_BINS) this.played = playingNow;
       return;
     }
     if (this.played <= this.written) return;
@@ -247,7 +258,7 @@ export class EchoGuard {
       peak.highs = Math.max(peak.highs, bin.highs);
     }
     // Bins long heard are no longer needed.
-    const keepFrom = end - WINDOW_BINS;
+    const keepFrom = end - WINDOW_BINS - MAX_AGO_BINS;
     if (keepFrom - this.base > 4 * WINDOW_BINS) {
       this.bins.splice(0, keepFrom - this.base);
       this.base = keepFrom;
