@@ -44,9 +44,11 @@ function run(calls: number, seconds: number, ptimeMs: number, complexity: number
     sender.start();
     const agent = echoAgentFactory(200).create({
       conversationId: `c${i}`,
+      apiKeyId: 'key_bench',
       session: () => ({}) as never,
       audio: sender,
       conversation: new Conversation(),
+      modelFailed: () => {},
       emit: () => {},
       turnCompleted: () => {},
     });

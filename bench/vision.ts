@@ -1,4 +1,4 @@
-// Vision costs (bench/README.md, "Vision"): the CPU and time of one picture (an ffmpeg process per key
+// Vision costs (bench/results/vision.md): the CPU and time of one picture (an ffmpeg process per key
 // frame: decode, scale to 768 px, JPEG), of ffmpeg's start alone, and what a camera costs between
 // turns (the RTP assembly and the camera keeping its last key frame; nothing decoded), per second of
 // a 640×480 30 fps VP8 stream.

@@ -2,7 +2,7 @@
 // is fed to the agent the registry picks for the model as real-time 20 ms frames through a fake
 // AgentContext, whose audio queue drains at 20 ms per frame like a call's. Prints each turn's
 // transcript, reply and time to first audio with the stage breakdown, then barge-in times and the
-// CPU the pipeline used (worker threads and synthesiser processes included).
+// CPU the pipeline used (the recogniser's worker processes and the synthesisers included).
 // Usage: node --import tsx bench/voice-pipeline.ts [--turns 10] [--model parley-offline|echo]
 //        [--voice Victoria] [--question "what time is it"] [--barge-ins 5]
 import { execFileSync } from 'node:child_process';
@@ -20,6 +20,8 @@ import { Conversation, newItemId } from '../src/session/conversation.ts';
 import type { CallEvent } from '../src/session/events.ts';
 import { defaultSession } from '../src/session/session.ts';
 import { loadConfig } from '../src/config/env.ts';
+import { childPids } from '../test/helpers/processes.ts';
+import { cpuSeconds as childCpuSeconds } from './lib/talker.ts';
 
 const arg = (name: string, fallback: string) => (process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1]! : fallback);
 const TURNS = Number(arg('turns', '10'));
@@ -153,10 +155,20 @@ class Caller {
   }
 }
 
-/** Process CPU (worker threads included) plus that of finished child processes (the synthesisers), in seconds. */
+/**
+ * Process CPU plus that of its live children (the recogniser's worker processes, the speech engine
+ * helper) and of finished ones (the synthesisers), in seconds.
+ */
 function cpuSeconds(): number {
   const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100;
+  const own = (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100;
+  return own + childPids(process.pid).reduce((sum, pid) => {
+    try {
+      return sum + childCpuSeconds(pid);
+    } catch {
+      return sum; // it ended (and is counted above once it was waited for)
+    }
+  }, 0);
 }
 
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)] ?? NaN;
@@ -174,13 +186,15 @@ const session = {
   voice: VOICE,
   transcribeInput: true,
 };
-const agent = agents.registry.factoryFor(MODEL).create({
+const agent = agents.models.forced(MODEL).factory.create({
   conversationId: 'conv_bench',
+  apiKeyId: 'key_bench',
   session: () => session,
   audio,
   conversation,
   emit: (e) => events.push({ ...e, at: performance.now() }),
   turnCompleted: () => {},
+  modelFailed: () => {},
 });
 // The caller's 48 kHz frames at the rate the agent hears at, as a call's transport converts them.
 const toAgentRate = frameConverter(48_000, agent.inputSampleRate);

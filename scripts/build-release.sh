@@ -20,7 +20,7 @@ node "$root/scripts/build.mjs" --if-stale
 # What the release holds: the package and lockfile (npm ci), the npm configuration (allowScripts and
 # .npmrc), the compiled service, the `parley` command, what `npm start` runs, the deployment files and
 # the docs. Not src/, test/ or bench/.
-files=(package.json package-lock.json .npmrc bin dist scripts/setup.sh scripts/build.mjs deploy README.md)
+files=(package.json package-lock.json .npmrc bin dist scripts/setup.sh scripts/progress.mjs scripts/build.mjs deploy README.md)
 [ -d "$root/docs" ] && files+=(docs)
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT

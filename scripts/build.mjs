@@ -47,13 +47,11 @@ try {
   process.exit(1);
 }
 
-// The first `npm start` waits on this: say what it is.
-console.error('build: compiling src/ to dist/ with tsc (a few seconds; `npm start` repeats it only when src/ changes)');
+// The first `npm start` waits on this: say what it is, and (scripts/progress.mjs) how long it has taken so far.
+console.error('build: compiling src/ to dist/ with tsc (`npm start` repeats it only when src/ changes)');
 rmSync(dist, { recursive: true, force: true });
-const result = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
-if (result.status !== 0) {
-  console.error('build: tsc failed');
-  process.exit(result.status ?? 1);
-}
+const progress = join(root, 'scripts/progress.mjs');
+const result = spawnSync(process.execPath, [progress, 'build: tsc', '--', process.execPath, tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+if (result.status !== 0) process.exit(result.status ?? 1);
 for (const asset of ASSETS) cpSync(join(root, 'src', asset), join(dist, asset), { recursive: true });
 writeFileSync(STAMP, `${new Date().toISOString()}\n`);

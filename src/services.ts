@@ -1,4 +1,5 @@
 // Wires the parts of a Parley node together from its configuration.
+import { modelNames } from './config/models.js';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { ApiKeyCache } from './auth/keyCache.js';
@@ -6,23 +7,25 @@ import { NodeAuth } from './auth/nodeAuth.js';
 import { openStore, type Store } from './auth/store.js';
 import { TokenService } from './auth/tokens.js';
 import { createAgents } from './agent/agents.js';
+import { realtimeAgents } from './agent/realtime/bridge.js';
 import type { EngineHealth } from './agent/health.js';
 import { endpointingDefaults } from './agent/providers.js';
-import type { AgentRegistry } from './agent/registry.js';
+import type { ModelRouter } from './agent/modelRouter.js';
 import { Admission } from './calls/admission.js';
 import { CallManager } from './calls/callManager.js';
 import { RevocationWatcher } from './calls/revocationWatcher.js';
-import { SipDialerSlot } from './calls/sip/sipDialer.js';
-import { SipRouting } from './calls/sip/sipRouting.js';
+import { SipDialerSlot } from './sip/dialer.js';
+import { SipRouting } from './sip/routing.js';
 import { NodeDirectory } from './calls/nodeDirectory.js';
 import { Placement } from './calls/placement.js';
 import { CandidateFilter, ownMediaAddresses } from './calls/webrtc/candidateFilter.js';
 import { WebRtcTransports } from './calls/webrtc/webrtcTransports.js';
 import { Metrics } from './observability/metrics.js';
 import { EventLoopWatch } from './observability/eventLoop.js';
-import { NodeLoad } from './observability/nodeLoad.js';
+import { DEFAULT_LOAD_THRESHOLD, NodeLoad } from './observability/nodeLoad.js';
 import { EncoderComplexity } from './media/encoderComplexity.js';
 import { ReadinessChecks, type Health } from './observability/readiness.js';
+import { startTracing, type SpanParent } from './observability/tracing.js';
 import { libDataChannelFactory } from './calls/webrtc/peer/libdatachannel.js';
 import { weriftFactory } from './calls/webrtc/peer/werift.js';
 import type { PeerFactory } from './calls/webrtc/peer/types.js';
@@ -43,7 +46,7 @@ import { Teardown } from './system/teardown.js';
 import { databaseHealth } from './storage/db.js';
 import { RedisKeyCallCounts, type KeyCallCounts } from './storage/keyCallCounts.js';
 import { NodeLiveness } from './storage/nodeLiveness.js';
-import { NodeStore, loadOrCreateNodeId } from './storage/nodes.js';
+import { NodeStore, VERSION, loadOrCreateNodeId } from './storage/nodes.js';
 import { CallWebhooks } from './webhooks/callWebhooks.js';
 import { checkWebhookUrl, configuredHttpListener, webhookGuard } from './webhooks/destinations.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
@@ -65,7 +68,8 @@ export interface Services extends Store, WebhookStores {
   webrtc: WebRtcTransports;
   /** Who may open another call (node, half-open, per-key and per-token limits). */
   admission: Admission;
-  agents: AgentRegistry;
+  /** The catalogue's models: who may use which, what runs each, their breakers. */
+  models: ModelRouter;
   /** Session defaults from the configuration (turn detection). */
   sessionDefaults: SessionDefaults;
   /**
@@ -150,8 +154,10 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   readiness.register('event_loop', eventLoop);
   // The node's load: the encoders give up complexity as it rises, and above LOAD_THRESHOLD the node
   // takes no new calls (admission) while other nodes are offered them (the heartbeat's load).
-  const encoderComplexity = new EncoderComplexity({ max: config.OPUS_COMPLEXITY, min: config.OPUS_MIN_COMPLEXITY, threshold: config.LOAD_THRESHOLD });
-  metrics.loadThreshold.set(config.LOAD_THRESHOLD);
+  // Unset, the threshold steers calls to other nodes but refuses none that no other node takes.
+  const loadThreshold = config.LOAD_THRESHOLD ?? DEFAULT_LOAD_THRESHOLD;
+  const encoderComplexity = new EncoderComplexity({ max: config.OPUS_COMPLEXITY, min: config.OPUS_MIN_COMPLEXITY, threshold: loadThreshold });
+  metrics.loadThreshold.set(loadThreshold);
   metrics.maxConcurrentCalls.set(config.MAX_CONCURRENT_CALLS);
   metrics.opusComplexity.set(encoderComplexity.current);
   /** Tells the other nodes at once when this one stops or starts taking calls (set once it heartbeats). */
@@ -160,7 +166,8 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   /** The node's calls, for the load's projection (admission counts them, once it exists). */
   let callsNow = () => 0;
   const nodeLoad: NodeLoad = new NodeLoad({
-    threshold: config.LOAD_THRESHOLD,
+    threshold: loadThreshold,
+    operatorSet: config.LOAD_THRESHOLD !== undefined,
     calls: () => callsNow(),
     loopLagMs: () => eventLoop.worstDelayMs,
     onSample: (load) => {
@@ -169,7 +176,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
       const accepting = nodeLoad.overloaded === undefined;
       if (accepting !== wasAccepting) {
         wasAccepting = accepting;
-        log.warn({ load: Number(load.toFixed(2)), threshold: config.LOAD_THRESHOLD }, accepting ? 'load back under the threshold: taking new calls again' : 'load above the threshold: new calls go to other nodes');
+        log.warn({ load: Number(load.toFixed(2)), threshold: loadThreshold }, accepting ? 'load back under the threshold: taking new calls again' : 'load above the threshold: new calls go to other nodes');
         loadTurned();
       }
     },
@@ -193,10 +200,17 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   // listeners are among what they may not reach, this node's HTTP port once it is known.
   let httpListener: Listener | undefined = configuredHttpListener(config);
   const outboundGuard = webhookGuard(config, nodeStore, () => httpListener);
-  const agents = createAgents(config, log, metrics, outboundGuard);
+  const agents = createAgents(config, log, { metrics, mcpGuard: outboundGuard, realtime: realtimeAgents(config, log, metrics) });
   teardown.add('agents', () => agents.close());
   const sessionDefaults = sessionDefaultsOf(config);
   const nodeId = loadOrCreateNodeId(config.DATA_DIR, config.NODE_ID);
+  // Traces (when configured): closed after the calls and the webhook dispatcher that make spans,
+  // so a shutdown exports their last spans.
+  const tracing = startTracing(config, log, { nodeId, version: VERSION });
+  if (tracing.enabled) {
+    teardown.add('traces', () => tracing.shutdown());
+    log.info({ sampler: config.OTEL_TRACES_SAMPLER }, 'traces exported over OTLP/HTTP');
+  }
   // Each key's calls counted across the nodes (Redis), renewed at the heartbeat's pace.
   const keyCalls = config.REDIS_URL ? new RedisKeyCallCounts(config.REDIS_URL, nodeId, config.NODE_LOST_AFTER_MS, log) : undefined;
   const admission = admissionOf(config, metrics, () => nodeLoad.overloaded, keyCalls);
@@ -205,7 +219,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     await keyCalls.start(() => admission.callsByKey, config.NODE_HEARTBEAT_MS);
     teardown.add('calls per key across the nodes', () => keyCalls.close());
   }
-  const webhookPublisher = await startWebhooks(config, store, outboundGuard, metrics, log, teardown);
+  const webhookPublisher = await startWebhooks(config, store, outboundGuard, metrics, log, teardown, tracing.root);
   const recordings = new Recordings(
     {
       byDefault: config.RECORDING === 'on',
@@ -221,8 +235,8 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   teardown.add('recordings retention and disk guard', () => recordings.stop());
   const calls = new CallManager({
     conversations: store.conversations,
-    agentFor: (model) => agents.registry.factoryFor(model),
-    protocols: { orga: orgaProtocol, openai: openAiProtocol(sessionDefaults), 'openai-beta': betaDialect(openAiProtocol(sessionDefaults)),
+    models: agents.models,
+    protocols: { orga: orgaProtocol(modelNames(config.MODELS)), openai: openAiProtocol(sessionDefaults), 'openai-beta': betaDialect(openAiProtocol(sessionDefaults)),
       'openai-azure': betaDialect(openAiProtocol(sessionDefaults), AZURE_PREVIEW_EVENTS),
     },
     timeouts: {
@@ -238,6 +252,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
     admission,
     observers: [() => new CallWebhooks(webhookPublisher, log)],
     recordings,
+    ...(tracing.root ? { traceRoot: tracing.root } : {}),
   });
   const sipRouting = new SipRouting({
     announce: async (call) => (await webhookPublisher.publish(call.apiKeyId, 'realtime.call.incoming', realtimeCallIncomingData(call))) !== undefined,
@@ -293,6 +308,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
   readiness.register('node', () => (calls.isDraining ? { state: 'failed', detail: 'shutting down' } : { state: 'ready' }));
   readiness.register('turn', () => turnReadiness(turn.health()));
   readiness.register('speech', () => speechReadiness(agents.health()));
+  readiness.register('models', () => modelsReadiness(agents.models.health()));
   return {
     ...store,
     config,
@@ -319,7 +335,7 @@ async function startServices(config: Config, log: FastifyBaseLogger, role: NodeR
       sipAddress = address;
       await liveness.heartbeatNow();
     },
-    agents: agents.registry,
+    models: agents.models,
     sessionDefaults,
     turn,
     iceServers: iceServersOf(config, { stun, turn, turnKeys, turnSecrets: store.turnSecrets }),
@@ -361,7 +377,8 @@ function admissionOf(config: Config, metrics: Metrics, overload: () => string | 
       maxCallsPerKey: config.MAX_CALLS_PER_KEY,
       maxHalfOpenPerKey: config.MAX_HALF_OPEN_CALLS_PER_KEY,
       maxCallsPerToken: config.MAX_CALLS_PER_TOKEN,
-      maxHalfOpenSip: config.SIP_MAX_HALF_OPEN_CALLS,
+      ownHalfOpen: { sip: config.SIP_MAX_HALF_OPEN_CALLS },
+      loadRefusesAlone: config.LOAD_THRESHOLD !== undefined,
     },
     (counts) => metrics.halfOpenCalls.set(counts.halfOpen),
     overload,
@@ -370,7 +387,15 @@ function admissionOf(config: Config, metrics: Metrics, overload: () => string | 
 }
 
 /** The webhook deliveries (the dispatcher started) and the publisher that writes their events. */
-async function startWebhooks(config: Config, store: Store & WebhookStores, guard: OutboundGuard, metrics: Metrics, log: FastifyBaseLogger, teardown: Teardown): Promise<WebhookPublisher> {
+async function startWebhooks(
+  config: Config,
+  store: Store & WebhookStores,
+  guard: OutboundGuard,
+  metrics: Metrics,
+  log: FastifyBaseLogger,
+  teardown: Teardown,
+  trace: SpanParent | undefined,
+): Promise<WebhookPublisher> {
   if (config.WEBHOOK_URL) await checkGlobalWebhookUrl(config.WEBHOOK_URL, guard, log);
   await store.webhookEndpoints.syncGlobal();
   const dispatcher = new WebhookDispatcher(
@@ -383,6 +408,7 @@ async function startWebhooks(config: Config, store: Store & WebhookStores, guard
       retryMaxMs: config.WEBHOOK_RETRY_MAX_MS,
       attempted: (outcome) => metrics.webhookAttempts.inc({ outcome }),
       guard,
+      ...(trace ? { trace } : {}),
     },
     log,
   );
@@ -455,6 +481,13 @@ function turnReadiness(h: TurnHealth): Health {
 }
 
 /** The speech engines, the worst first: the voice agent needs them all. */
+/** Degraded while a model is passed over (its calls go to its fallback); a model that cannot run here is named. */
+function modelsReadiness(models: Record<string, EngineHealth>): Health {
+  const troubled = Object.entries(models).filter(([, h]) => h.state !== 'ready');
+  if (!troubled.length) return { state: 'ready' };
+  return { state: 'degraded', detail: troubled.map(([id, h]) => `${id}: ${h.detail ?? h.state}`).join('; ') };
+}
+
 function speechReadiness(engines: Record<string, EngineHealth>): Health {
   const entries = Object.entries(engines);
   if (!entries.length) return { state: 'failed', detail: 'speech engines unavailable: run scripts/setup.sh --runtime' };

@@ -1,12 +1,18 @@
 // Admission on a real node: one key posts real offers (libwebrtc peers) that never connect. Past its
 // half-open budget it is refused (429, in each form's error shape) while another key's call still
 // connects with audio; the node-wide half-open budget makes the node full (503) without touching
-// the live call; the half-open calls are released within the short connect timeout.
+// the live call; the half-open calls are released within the short connect timeout. Then load: a
+// lone node past a LOAD_THRESHOLD the operator set refuses (503, server_error), and on a loaded node
+// with nowhere to place a call, a caller at its own limit across the cluster hears that first (429).
+// (A lone node past the default threshold taking its call is in test/placement.test.ts, which loads
+// the machine.)
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import { openAiStylePeer } from './helpers/openaiPeer.ts';
 import { attachTone, listen, openCall, type RtcClient } from './helpers/rtcClient.ts';
 import { http, metric, mintToken, startServer, type RunningServer } from './helpers/server.ts';
+import { startTwoNodes, type TwoNodes } from './helpers/twoNodes.ts';
 import { until } from './helpers/wait.ts';
 
 const CONNECT_TIMEOUT_MS = 5000;
@@ -98,7 +104,7 @@ describe('admission: half-open calls cannot crowd out live ones', () => {
     for (let i = 0; i < HALF_OPEN - HALF_OPEN_PER_KEY; i++) attacker.push(await halfOpen(server, keyC));
     await assert.rejects(openCall(server.baseUrl, await mintToken(server.baseUrl, keyB), { params: { model: 'audio-echo' } }), (err: any) => {
       assert.equal(err.status, 503);
-      assert.equal(err.body.error.type, 'invalid_request_error');
+      assert.equal(err.body.error.type, 'server_error');
       return true;
     });
     const live = await http(server.baseUrl, `/v1/realtime/conversations/${clients[0]!.conversationId}`, { token: keyB });
@@ -124,5 +130,94 @@ describe('admission: half-open calls cannot crowd out live ones', () => {
     await again.waitConnected();
     const live = await http(server.baseUrl, `/v1/realtime/conversations/${clients[0]!.conversationId}`, { token: keyB });
     assert.equal(live.body.state, 'active', "the other key's call was never touched");
+  });
+});
+
+/** A threshold any running node's load is past (an idle node's event loop is busier than this). */
+const ALWAYS_LOADED = '0.001';
+
+/** Waits until `server` says in /readyz that its load keeps new calls away. */
+const loaded = (server: RunningServer) =>
+  until('/readyz to say the node takes no new calls', () => http(server.baseUrl, '/readyz'), (r) => r.body?.checks?.load?.state === 'degraded', 30_000);
+
+describe('a lone node past the LOAD_THRESHOLD its operator set', () => {
+  let server: RunningServer;
+  before(async () => {
+    server = await startServer({ LOAD_THRESHOLD: ALWAYS_LOADED });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test('refuses the call: 503 with Retry-After, type server_error, the load figure within 0–1', async () => {
+    const ready = await loaded(server);
+    assert.match(ready.body.checks.load.detail, /: taking no new calls$/);
+    await assert.rejects(openCall(server.baseUrl, await mintToken(server.baseUrl, server.devKey), { params: { model: 'audio-echo' } }), (err: any) => {
+      assert.equal(err.status, 503, JSON.stringify(err.body));
+      assert.equal(err.body.error.type, 'server_error');
+      assert.equal(err.body.error.code, 'server_busy');
+      const figure = Number(/This server is loaded \((\d+\.\d\d), its threshold LOAD_THRESHOLD is 0\.001\)/.exec(err.body.error.message)?.[1]);
+      assert.ok(figure >= 0 && figure <= 1, err.body.error.message);
+      return true;
+    });
+    const peer = await openAiStylePeer();
+    try {
+      const raw = await fetch(`${server.baseUrl}/v1/realtime/calls`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await mintToken(server.baseUrl, server.devKey)}`, 'content-type': 'application/sdp' },
+        body: peer.offerSdp,
+      });
+      assert.equal(raw.status, 503);
+      assert.equal(raw.headers.get('retry-after'), '5');
+      const { type, param, code } = ((await raw.json()) as any).error;
+      assert.deepEqual({ type, param, code }, { type: 'server_error', param: null, code: 'server_busy' });
+    } finally {
+      peer.pc.close();
+    }
+  });
+});
+
+describe('a loaded node with nowhere to place a call answers the caller\'s own limit first', () => {
+  let cluster: TwoNodes;
+  const clients: RtcClient[] = [];
+  before(async () => {
+    // A is always loaded; B takes one call, then is full: neither can take another.
+    cluster = await startTwoNodes('parley_admission_load', {
+      shared: { MAX_CALLS_PER_KEY: '1' },
+      a: { LOAD_THRESHOLD: ALWAYS_LOADED },
+      b: { LOAD_THRESHOLD: '0', MAX_CONCURRENT_CALLS: '1' },
+    });
+  });
+  after(async () => {
+    for (const c of clients) c.close();
+    await cluster?.stop();
+  });
+
+  test('a key at MAX_CALLS_PER_KEY across the cluster gets 429 from A, not 503; another key gets 503', async () => {
+    const { a, b } = cluster;
+    const onB = await openCall(b.baseUrl, await mintToken(b.baseUrl, a.devKey), { params: { model: 'audio-echo' } });
+    clients.push(onB);
+    await onB.waitConnected();
+    await loaded(a);
+    // A sees B full in the registry (its heartbeat carries its calls), so it has nowhere to place a call.
+    const db = new pg.Client({ connectionString: cluster.databaseUrl });
+    await db.connect();
+    try {
+      await until("B's heartbeat to show its call", async () => (await db.query("SELECT calls FROM nodes WHERE id = 'node-b'")).rows[0]?.calls, (n) => Number(n) === 1);
+    } finally {
+      await db.end();
+    }
+    await assert.rejects(openCall(a.baseUrl, await mintToken(a.baseUrl, a.devKey), { params: { model: 'audio-echo' } }), (err: any) => {
+      assert.equal(err.status, 429, JSON.stringify(err.body));
+      assert.equal(err.body.error.code, 'rate_limit_exceeded');
+      assert.match(err.body.error.message, /already has 1 calls across the cluster \(its limit\)/);
+      return true;
+    });
+    const other = await createKey(a, 'tenant-other');
+    await assert.rejects(openCall(a.baseUrl, await mintToken(a.baseUrl, other), { params: { model: 'audio-echo' } }), (err: any) => {
+      assert.equal(err.status, 503, JSON.stringify(err.body));
+      assert.equal(err.body.error.type, 'server_error');
+      return true;
+    });
   });
 });

@@ -29,7 +29,7 @@ async function createKey(dataDir: string): Promise<string> {
   return key;
 }
 
-type DemoWindow = { parleyDemo: { state: string; conversationId: string | null; events: any[]; inboundAudio(): Promise<any>; outboundAudio(): Promise<any> } };
+type DemoWindow = { parleyDemo: { state: string; conversationId: string | null; events: any[]; inboundAudio(): Promise<any>; outboundAudio(): Promise<any>; outboundVideo(): Promise<any> } };
 const demo = <T>(page: Page, fn: (d: DemoWindow['parleyDemo']) => T | Promise<T>): Promise<T> =>
   page.evaluate(`(${fn.toString()})(window.parleyDemo)`) as Promise<T>;
 
@@ -137,6 +137,27 @@ describe('demo page in headless Chromium', () => {
       await context.close();
     }
   });
+
+  test('the camera toggle: the call starts with video in its modalities and the camera\'s frames go out', async () => {
+    const context = await browser.browser.newContext();
+    const page = await context.newPage();
+    try {
+      await page.goto(`${server.baseUrl}/`);
+      await page.waitForFunction(() => !(document.getElementById('model') as HTMLSelectElement).disabled, null, { timeout: 15_000 });
+      await page.selectOption('#model', 'audio-echo');
+      await page.check('#camera');
+      await page.click('#talk');
+      await page.waitForFunction(() => (window as any).parleyDemo.state === 'connected', null, { timeout: 30_000 });
+      assert.equal(await page.isDisabled('#camera'), true, 'the camera is chosen before the call');
+      const events = await demo(page, (d) => d.events);
+      assert.deepEqual(events.find((e) => e.type === 'session.created').session.modalities, ['audio', 'video']);
+      const video = await until('camera frames sent', () => demo(page, (d) => d.outboundVideo()), (v) => v.framesEncoded > 10);
+      assert.ok(video.framesEncoded > 10);
+      await page.click('#hangup');
+    } finally {
+      await context.close();
+    }
+  });
 });
 
 describe('demo backend-proxy route', () => {
@@ -209,4 +230,5 @@ describe('demo backend-proxy route', () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
+
 });

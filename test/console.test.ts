@@ -221,6 +221,7 @@ describe('console of a running server', () => {
       await page.waitForSelector(`${row}.live`, { timeout: 10_000 });
       await until('the live row to show the call active and connected', () => rowText(page, row), (t) => /\bactive\b/.test(t) && /connected in \d/.test(t));
       assert.match(await rowText(page, row), /webrtc/);
+      assert.match(await rowText(page, row), /parley-offline/, 'the model the call runs');
       client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'My name is Alice.' }] } });
       assert.match((await client.nextEvent('response.output_item.done')).text, /Alice/);
       await shot('2-live-call');
@@ -256,6 +257,8 @@ describe('console of a running server', () => {
 
     // A key created in the console works, and stops working once revoked there.
     await page.click('nav button[data-tab=keys]');
+    // The development key's row sums its calls of the last 30 days: the one above, at least.
+    await until('the dev key\'s usage', () => page.textContent('#keys-rows tr:first-child .usage').then((t) => t ?? ''), (t) => /[1-9]\d* calls · \d+ in \/ \d+ out tokens/.test(t));
     await page.fill('#key-name', 'made in the console');
     await page.click('#key-create button[type=submit]');
     await page.waitForSelector('#key-created:not([hidden])');

@@ -304,8 +304,8 @@ describe('routing and catalogue', () => {
   test('models and voices list what calls accept, with a token or the API key', async () => {
     const models = await http(server.baseUrl, '/v1/realtime/models', { token });
     assert.equal(models.status, 200);
-    assert.equal(models.body.default, 'orga-1-beta');
-    assert.ok(models.body.models.some((m: any) => m.id === 'orga-1-beta'));
+    assert.equal(models.body.default, 'parley-offline');
+    assert.deepEqual(models.body.models.find((m: any) => m.id === 'orga-1-beta'), { id: 'orga-1-beta', description: 'Built-in offline conversational model (rule-based, no weights).', kind: 'offline', runs: 'parley-offline', fallback: [] });
     const voices = await http(server.baseUrl, '/v1/realtime/voices', { token: server.devKey });
     assert.equal(voices.status, 200);
     assert.equal(voices.body.default, 'Victoria');
@@ -342,6 +342,11 @@ describe("the docs' curl commands, run as written (against this server's address
   test("README's quick start: a token with the key, then ice-config with the token", async () => {
     const out = await runDocBlock('README.md', 'jq -r .ephemeral_token', { KEY: server.devKey });
     assert.ok(JSON.parse(out).iceServers.length >= 1, out);
+  });
+
+  test("docs/guides/models.md: the models the caller's key may use", async () => {
+    const listed = JSON.parse(await runDocBlock('docs/guides/models.md', '/v1/realtime/models', { PARLEY_API_KEY: server.devKey }));
+    assert.deepEqual(listed.models.map((m: any) => m.id), ['parley-offline', 'orga-1-beta', 'echo', 'audio-echo']);
   });
 
   test('docs/reference/http-api.md: client-secrets with the API key, ice-config with its token', async () => {

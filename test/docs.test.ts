@@ -24,9 +24,9 @@ function markdownFiles(dir: string): string[] {
   });
 }
 
-/** The user docs: the front page and docs/. bench/README.md's links are checked too, but it is not held to the rest. */
+/** The user docs: the front page and docs/. The benchmarks' index and result pages have their links checked too, but are not held to the rest. */
 const DOCS = [join(ROOT, 'README.md'), ...markdownFiles(join(ROOT, 'docs'))];
-const LINKED = [...DOCS, join(ROOT, 'bench/README.md')];
+const LINKED = [...DOCS, join(ROOT, 'bench/README.md'), ...markdownFiles(join(ROOT, 'bench/results'))];
 const rel = (path: string) => relative(ROOT, path);
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, each space a hyphen; repeats get -1, -2… */

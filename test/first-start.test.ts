@@ -1,22 +1,28 @@
-// What a new user sees: `npm start` in a checkout (which builds dist/ first) prints no npm warning of the project's own making
-// and a ready line that says what to open; that address serves the demo in a browser on a loopback
-// bind, and describes the service on a public one; logs are readable lines at a terminal and JSON
-// otherwise (or with LOG_FORMAT=json), with the development key and tokens in neither; a port in use
-// (PORT, STUN_PORT, TURN_PORT, INTERNAL_PORT, SIP_PORT, SIP_TLS_PORT) is one line naming the setting.
+// What a new user sees: `npm start` in a checkout (which builds dist/ first) prints no npm warning of
+// the project's own making, says as it goes what it is doing and how far it is (npm ci's packages in
+// place, the time so far), and a ready line that says what to open; that address serves the demo in
+// a browser on a loopback bind, and describes the service on a public one; logs are readable lines
+// at a terminal and JSON otherwise (or with LOG_FORMAT=json), with the development key and tokens in
+// neither; a port in use (PORT, STUN_PORT, TURN_PORT, INTERNAL_PORT, SIP_PORT, SIP_TLS_PORT) is one
+// line naming the setting.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createSocket } from 'node:dgram';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
 import { launchBrowser } from './helpers/browser.ts';
 import { makeCertificate } from './helpers/tls.ts';
 import { PARLEY, http, startServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
+const run = promisify(execFile);
+/** Words of a promise about time, which the machine decides: the first start says what it does and how far it is instead. */
+const ESTIMATES = /a minute or two|a few seconds|usually|: seconds\b|should take/i;
 
 interface Started {
   proc: ChildProcess;
@@ -62,10 +68,16 @@ describe('npm start in a checkout', () => {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  test('no npm warning from the project; the ready line says to open the address; the demo answers there', async () => {
-    const server = await startUntilReady('npm', ['start'], dir, serverEnv(join(dir, 'data')));
+  test('no npm warning from the project; the build says how long it has taken as it goes; the ready line says to open the address; the demo answers there', async () => {
+    // Progress every half second: tsc takes seconds, so some come whatever the machine's speed.
+    const server = await startUntilReady('npm', ['start'], dir, serverEnv(join(dir, 'data'), { PROGRESS_EVERY_MS: '500' }));
     try {
       assert.match(server.output(), /parley ready at http:\/\/127\.0\.0\.1:\d+ — open it in a browser and press Talk/);
+      const steps = server.output().split('\n').filter((l) => /^(setup|build):/.test(l));
+      assert.ok(steps.includes('build: compiling src/ to dist/ with tsc (`npm start` repeats it only when src/ changes)'), steps.join('\n'));
+      assert.ok(steps.some((l) => /^build: tsc: \d+ s$/.test(l)), `a line with the time so far while tsc runs:\n${steps.join('\n')}`);
+      assert.ok(steps.some((l) => /^build: tsc: done in \d+ s$/.test(l)), steps.join('\n'));
+      assert.deepEqual(steps.filter((l) => ESTIMATES.test(l)), [], 'what is done and how far, not how long it should take');
       // The machine's own npm settings (user, global) are not the project's to fix.
       const warnings = server.output().split('\n').filter((l) => /npm warn/i.test(l) && !/Unknown (user|global|env) config/.test(l));
       assert.deepEqual(warnings, []);
@@ -74,6 +86,32 @@ describe('npm start in a checkout', () => {
       assert.match(page.headers.get('content-type') ?? '', /text\/html/);
     } finally {
       await server.stop();
+    }
+  });
+
+  test('a first npm ci says, as it goes, how many of the lock\'s packages are in place and how long it has taken', async () => {
+    // setup.sh's npm ci in a checkout without node_modules, with an npm that places three of the
+    // lock's packages a moment apart (the real one would take minutes and the network).
+    const fresh = mkdtempSync(join(tmpdir(), 'parley-fresh-'));
+    try {
+      for (const entry of ['package.json', 'package-lock.json', 'scripts']) cpSync(join(ROOT, entry), join(fresh, entry), { recursive: true });
+      mkdirSync(join(fresh, 'src'));
+      const bin = join(fresh, 'fake-bin');
+      mkdirSync(bin);
+      const locked = Object.entries(JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')).packages as Record<string, { os?: string[] }>);
+      const placed = locked.filter(([p, info]) => p.startsWith('node_modules/') && !info.os).map(([p]) => p).slice(0, 3);
+      const place = placed.map((p) => `sleep 0.2; mkdir -p '${p}' && echo '{}' > '${p}/package.json'`).join('\n');
+      writeFileSync(join(bin, 'npm'), `#!/bin/sh\n[ "$1" = ci ] || exit 1\n${place}\n`, { mode: 0o755 });
+      const done = await run('bash', ['scripts/setup.sh', '--runtime'], { cwd: fresh, env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, PROGRESS_EVERY_MS: '100' } });
+      const steps = done.stderr.split('\n').filter((l) => /^setup:/.test(l));
+      assert.equal(steps[0], 'setup: installing the npm packages (npm ci; better-sqlite3 compiles once they are in place)');
+      assert.ok(steps.some((l) => /^setup: npm ci: \d+ of \d+ packages in place, \d+ s$/.test(l)), `a count and the time so far while npm ci runs:\n${steps.join('\n')}`);
+      const total = /^setup: npm ci: done in \d+ s, 3 of (\d+) packages in place$/m.exec(done.stderr);
+      assert.ok(total, `the count at the end:\n${steps.join('\n')}`);
+      assert.ok(Number(total[1]) > 100, "the lock's packages for this platform");
+      assert.deepEqual(steps.filter((l) => ESTIMATES.test(l)), []);
+    } finally {
+      rmSync(fresh, { recursive: true, force: true });
     }
   });
 });

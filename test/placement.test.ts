@@ -4,8 +4,10 @@
 // it takes no new calls, and the next WebRTC offer sent to A is answered by B (A passes it on, as a
 // full node does), a WebSocket session opened on A is relayed to B (the client keeps its one
 // connection), a SIP INVITE to A is redirected (302) to B's SIP door, and an outbound phone call asked
-// of A is placed by B. With the burners gone A takes calls again and the complexity climbs
-// back. Runs alone (it loads the machine on purpose), so not in scripts/test.mjs's PARALLEL_FILES.
+// of A is placed by B. A lone node beside them (its own store: no other node to place a call on)
+// with LOAD_THRESHOLD unset is loaded past the default 0.75 too, and takes its call itself, degraded.
+// With the burners gone A takes calls again and the complexity climbs back. Runs alone (it loads the
+// machine on purpose), so not in scripts/test.mjs's PARALLEL_FILES.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -15,7 +17,7 @@ import { after, before, describe, test } from 'node:test';
 import { freePort } from './helpers/baresip.ts';
 import { openCall, type RtcClient } from './helpers/rtcClient.ts';
 import { startSipPhone } from './helpers/sipPhone.ts';
-import { http, metric, mintToken, type RunningServer } from './helpers/server.ts';
+import { http, metric, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { startTwoNodes, type TwoNodes } from './helpers/twoNodes.ts';
 import { until } from './helpers/wait.ts';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhookReceiver.ts';
@@ -31,6 +33,8 @@ describe('placement by load', () => {
   let hooks: WebhookReceiver;
   let nodeA: RunningServer;
   let nodeB: RunningServer;
+  /** A node alone in its registry, with LOAD_THRESHOLD unset. */
+  let lone: RunningServer;
   let sipA: number;
   let sipB: number;
   let burners: ChildProcess[] = [];
@@ -52,10 +56,13 @@ describe('placement by load', () => {
       b: { SIP_PORT: String(sipB), LOAD_THRESHOLD: '0' },
     });
     ({ a: nodeA, b: nodeB } = cluster);
+    // '' unsets what the test servers' environment sets (LOAD_THRESHOLD=0).
+    lone = await startServer({ NODE_ID: 'lone', LOAD_THRESHOLD: '' });
   });
   after(async () => {
     await stopBurners();
     for (const c of clients) c.close();
+    await lone?.stop();
     await cluster?.stop();
     await hooks?.close();
   });
@@ -69,6 +76,18 @@ describe('placement by load', () => {
     assert.match(ready.body.checks.load.detail, /^load \d\.\d\d, threshold 0\.9: taking no new calls$/);
     await until("A's encoders stepped down", () => metric(nodeA.baseUrl, 'parley_opus_complexity'), (c) => c < 5, 15_000);
     assert.equal(await metric(nodeA.baseUrl, 'parley_node_load_threshold'), THRESHOLD);
+  });
+
+  test('a lone node with LOAD_THRESHOLD unset, loaded past the default 0.75, takes its call itself, degraded', async () => {
+    await until('the lone node loaded past 0.75', () => metric(lone.baseUrl, 'parley_node_load'), (load) => load >= 0.75, 30_000);
+    const ready = await until('/readyz to say the lone node is loaded', () => http(lone.baseUrl, '/readyz'), (r) => r.body?.checks?.load?.state === 'degraded', 15_000);
+    assert.equal(ready.status, 200);
+    assert.match(ready.body.checks.load.detail, /^load \d\.\d\d, threshold 0\.75 \(default\): new calls go to another node with room, else are taken here$/);
+    const client = await openCall(lone.baseUrl, await mintToken(lone.baseUrl, lone.devKey), { params: { model: 'audio-echo' } });
+    clients.push(client);
+    assert.equal(client.answeredBy, 'lone');
+    await client.waitConnected();
+    assert.equal(await metric(lone.baseUrl, 'parley_node_load_threshold'), 0.75);
   });
 
   test('the next WebRTC call sent to A is answered by B and connects, with its record, webhooks and sideband; A counts it placed elsewhere for its load', async () => {

@@ -4,7 +4,7 @@
 // libraries), no dev dependency in reach, then the smoke set against the server started as the
 // Dockerfile starts it, with TLS from `parley tls dev-cert`: ready, client secrets, an OpenAI
 // WebSocket session (examples/openai-websocket.mjs, under Node 24 too), a WebRTC call. A copy that
-// was never built says in one line what to run. Last, the unit tier runs under Node 24 too.
+// was never built says in one line what to run. Last, the unit and engine tiers run under Node 24 too.
 // No container engine runs in CI, so this takes the Dockerfile's steps without the image.
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -200,11 +200,13 @@ test('under Node 24: a WebRTC call connects and its session starts', async () =>
   assert.equal(created.type, 'session.created');
 });
 
-test('the unit tier passes under Node 24', async () => {
-  const unit = await run(NODE_LTS_BIN, ['--import', 'tsx', 'scripts/test.mjs', 'unit'], { cwd: ROOT, env: nodeLtsEnv() });
-  const closing = /(\d+) passed, (\d+) failed, (\d+) skipped\n$/.exec(unit.stdout);
-  assert.ok(closing, `no closing line:\n${unit.stdout.slice(-4000)}\n${unit.stderr.slice(-2000)}`);
-  assert.equal(unit.code, 0, unit.stdout.slice(-6000));
-  assert.equal(closing[2], '0');
-  assert.ok(Number(closing[1]) > 200, closing[0]);
+test('the unit and engine tiers pass under Node 24', async () => {
+  for (const [tier, atLeast] of [['unit', 200], ['engines', 20]] as const) {
+    const result = await run(NODE_LTS_BIN, ['--import', 'tsx', 'scripts/test.mjs', tier], { cwd: ROOT, env: nodeLtsEnv() });
+    const closing = /(\d+) passed, (\d+) failed, (\d+) skipped\n$/.exec(result.stdout);
+    assert.ok(closing, `${tier}: no closing line:\n${result.stdout.slice(-4000)}\n${result.stderr.slice(-2000)}`);
+    assert.equal(result.code, 0, result.stdout.slice(-6000));
+    assert.equal(closing[2], '0', tier);
+    assert.ok(Number(closing[1]) > atLeast, `${tier}: ${closing[0]}`);
+  }
 });

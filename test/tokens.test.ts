@@ -1,6 +1,7 @@
 // Token attacks and key lifecycle, through HTTP and the CLI against real server processes.
 import assert from 'node:assert/strict';
-import { createHmac, generateKeyPairSync, sign as rsaSign } from 'node:crypto';
+import { createHmac, generateKeyPairSync, randomBytes, sign as rsaSign } from 'node:crypto';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { http, mintToken, startServer, type RunningServer } from './helpers/server.ts';
 import { until } from './helpers/wait.ts';
@@ -15,12 +16,16 @@ const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url')
 const parts = (jwt: string) => jwt.split('.') as [string, string, string];
 const decode = (seg: string) => JSON.parse(Buffer.from(seg, 'base64url').toString());
 
+/** The secrets both nodes share (each has a DATA_DIR of its own: one server per folder). */
+const SECRETS = { API_KEY_PEPPER: randomBytes(32).toString('hex'), TURN_SECRETS: randomBytes(24).toString('hex') };
+
 before(async () => {
-  server = await startServer({ TOKEN_TTL_SECONDS: '10', KEY_CACHE_TTL_MS: '200' });
-  // Minted first: its expiry (10 s + 5 s skew) is checked at the end of the file.
+  server = await startServer({ TOKEN_TTL_SECONDS: '10', KEY_CACHE_TTL_MS: '200', ...SECRETS });
+  foreign = await startServer({ DATABASE_URL: `sqlite:${join(server.env.DATA_DIR!, 'parley.db')}`, ...SECRETS, TOKEN_AUDIENCE: 'someone-else', CREATE_DEV_KEY: 'false' });
+  // Minted before the tests (after both starts, which can outlast its life on a busy machine): its
+  // expiry (10 s + 5 s skew) is checked at the end of the file.
   shortLived = await mintToken(server.baseUrl, server.devKey);
   shortLivedIssuedAt = Date.now();
-  foreign = await startServer({ DATA_DIR: server.env.DATA_DIR!, TOKEN_AUDIENCE: 'someone-else', CREATE_DEV_KEY: 'false' });
 });
 after(async () => {
   await foreign.stop();

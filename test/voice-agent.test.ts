@@ -230,7 +230,7 @@ describe('OpenAI-compatible model server', () => {
 
   test('instructions, temperature and history reach the model; the streamed reply is spoken', async () => {
     const models = (await http(server.baseUrl, '/v1/realtime/models', { token: server.devKey })).body;
-    assert.equal(models.models.find((m: any) => m.id === 'orga-1-beta').runs, 'llm');
+    assert.equal(models.models.find((m: any) => m.id === 'orga-1-beta').runs, 'parley-cascade');
     const client = await call(server, { instructions: 'You are Marvin.', temperature: 0.3 });
     try {
       typed(client, 'First question');

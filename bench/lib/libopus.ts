@@ -1,6 +1,6 @@
 // Opus for one mono 48 kHz voice stream through the system's libopus (Debian's libopus0, called
 // through koffi), with the settings of src/media/opusCodec.ts, to compare the two builds
-// (bench/opus-builds.ts). Not used by the server: the bundled build is as fast (see bench/README.md).
+// (bench/opus-builds.ts). Not used by the server: the bundled build is as fast (see bench/results/capacity.md).
 import koffi from 'koffi';
 import { FRAME_SAMPLES, SAMPLE_RATE } from '../../src/media/audio/format.ts';
 import { DEFAULT_OPUS_COMPLEXITY, type OpusEncoderOptions } from '../../src/media/opusCodec.ts';

@@ -2,86 +2,122 @@
 // call shares, a reply model per engine, and the registry that picks a call's agent by model.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/env.js';
-import type { Session } from '../session/session.js';
 import { echoAgentFactory } from './echoAgent.js';
 import type { EngineHealth } from './health.js';
 import { echoModel } from './llm/echo.js';
 import { offlineModel } from './llm/offline.js';
 import { openAiCompatibleModel } from './llm/openaiCompatible.js';
 import type { ReplyModel } from './llm/types.js';
-import { AgentRegistry } from './registry.js';
+import { ModelRouter } from './modelRouter.js';
+import type { ModelEntry, RealtimeEntry } from '../config/models.js';
+import { HttpRecognizer } from './stt/http.js';
+import { HttpSpeechEngine } from './tts/http.js';
+import type { AgentFactory } from './types.js';
 import { StillDecoder } from '../media/stillImage.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { StageTimings } from '../session/events.js';
-import { createVoiceStages, type VoiceStages } from './stages.js';
+import { createVoiceStages, withEngines, type VoiceStages } from './stages.js';
 import { voiceAgentFactory } from './voiceAgent.js';
 import { mcpConnector } from './mcp/connector.js';
 import type { OutboundGuard } from '../system/outboundRequest.js';
 
 export interface Agents {
-  registry: AgentRegistry;
+  /** The catalogue's models: which agent runs a call, who may use what, the breakers. */
+  models: ModelRouter;
   /** The speech engines' states, for /readyz (empty when the voice engines are unavailable). */
   health(): Record<string, EngineHealth>;
   close(): Promise<void>;
 }
 
-/** The reply model an engine name (AgentRegistry.engineOf) stands for; undefined when not configured. */
-export function replyModelFor(engine: string, config: Config): ReplyModel | undefined {
-  switch (engine) {
-    case 'parley-offline':
+export interface AgentsOptions {
+  metrics?: Metrics;
+  /**
+   * Where a session's MCP servers may be (the addresses webhooks may reach, Parley's own listeners
+   * refused); without it, sessions are told MCP tools are not available.
+   */
+  mcpGuard?: OutboundGuard;
+  /** The agents of a realtime model upstream (absent: realtime models cannot run here). */
+  realtime?: (entry: RealtimeEntry, node: NodeParts) => AgentFactory;
+}
+
+/** What every model's agents on the node share: the picture decoder and the metrics' hooks. */
+export interface NodeParts {
+  stills: StillDecoder;
+  onTimings(model: string, timings: StageTimings): void;
+  onPicture(event: { decodedMs: number } | { sent: true }): void;
+}
+
+/** The reply model of a voice model of the catalogue. */
+function replyModelOf(entry: ModelEntry, config: Config): ReplyModel | undefined {
+  switch (entry.kind) {
+    case 'offline':
       return offlineModel;
     case 'echo':
       return echoModel;
-    case 'llm':
-      return config.LLM_BASE_URL
-        ? openAiCompatibleModel({ baseUrl: config.LLM_BASE_URL, model: config.LLM_MODEL, timeoutMs: config.LLM_TIMEOUT_MS, images: config.LLM_IMAGES, ...(config.LLM_API_KEY ? { apiKey: config.LLM_API_KEY } : {}) })
-        : undefined;
+    case 'cascade':
+      return openAiCompatibleModel({ baseUrl: entry.llm.url, model: entry.llm.model, timeoutMs: config.LLM_TIMEOUT_MS, images: entry.llm.images, ...(entry.llm.apiKey ? { apiKey: entry.llm.apiKey } : {}) });
     default:
       return undefined;
   }
 }
 
-/** The voice engines: the offline model, echo, and the OpenAI-compatible backend when configured. */
-const VOICE_ENGINES = ['parley-offline', 'echo', 'llm'] as const;
-
-/**
- * `mcpGuard`: where a session's MCP servers may be (the addresses webhooks may reach, Parley's own
- * listeners refused); without it, sessions are told MCP tools are not available.
- */
-export function createAgents(config: Config, log: FastifyBaseLogger, metrics?: Metrics, mcpGuard?: OutboundGuard): Agents {
-  const registry = new AgentRegistry(config.LLM_BASE_URL ? 'llm' : 'parley-offline');
-  registry.register('audio-echo', echoAgentFactory(config.ECHO_DELAY_MS));
+/** The node's agents: a voice agent per voice model of the catalogue, the echo agent, realtime models. */
+export function createAgents(config: Config, log: FastifyBaseLogger, options: AgentsOptions = {}): Agents {
+  const { metrics, mcpGuard } = options;
   let stages: VoiceStages | undefined;
   try {
     stages = createVoiceStages(config);
   } catch (err) {
-    // Without a recogniser the speech engines answer with a model_unavailable error event.
+    // Without a recogniser the voice models cannot run here: calls on them go to a fallback or are refused.
     log.warn({ err: (err as Error).message }, 'speech recognition unavailable: run scripts/setup.sh --runtime');
   }
-  if (stages) {
-    const models = new Map(VOICE_ENGINES.map((engine) => [engine, replyModelFor(engine, config)] as const));
-    // The node's picture decoder: every call's camera and images share its bound.
-    const stills = new StillDecoder({ concurrency: config.VISION_DECODE_CONCURRENCY, longSide: config.VISION_IMAGE_LONG_SIDE });
-    const voice = voiceAgentFactory({
-      stages,
+  // The node's picture decoder: every call's camera and images share its bound.
+  const stills = new StillDecoder({ concurrency: config.VISION_DECODE_CONCURRENCY, longSide: config.VISION_IMAGE_LONG_SIDE, timeoutMs: config.VISION_DECODE_TIMEOUT_MS });
+  const mcp = mcpGuard ? mcpConnector(mcpGuard, { timeoutMs: config.MCP_TIMEOUT_MS, maxOutputBytes: config.MCP_MAX_OUTPUT_BYTES, maxResponseBytes: config.MCP_MAX_RESPONSE_BYTES }) : undefined;
+  const node: NodeParts = {
+    stills,
+    onTimings: (model, timings) => metrics && observeTimings(metrics, model, timings),
+    onPicture: (event) => {
+      if (!metrics) return;
+      if ('sent' in event) metrics.visionFramesSent.inc();
+      else metrics.visionDecodeSeconds.observe(event.decodedMs / 1000);
+    },
+  };
+  const ownStages: VoiceStages[] = [];
+  const voiceFactory = (entry: ModelEntry, model: ReplyModel): AgentFactory | undefined => {
+    if (!stages) return undefined;
+    let entryStages = stages;
+    if (entry.kind === 'cascade' && (entry.stt || entry.tts)) {
+      const recognizer = entry.stt ? new HttpRecognizer({ baseUrl: entry.stt.url, model: entry.stt.model, timeoutMs: config.LLM_TIMEOUT_MS, ...(entry.stt.apiKey ? { apiKey: entry.stt.apiKey } : {}) }) : undefined;
+      const speech = entry.tts ? new HttpSpeechEngine({ baseUrl: entry.tts.url, model: entry.tts.model, timeoutMs: config.LLM_TIMEOUT_MS, voices: entry.tts.voices, ...(entry.tts.apiKey ? { apiKey: entry.tts.apiKey } : {}) }) : undefined;
+      entryStages = withEngines(stages, { recognizer, speech });
+      ownStages.push(entryStages);
+    }
+    return voiceAgentFactory({
+      stages: entryStages,
       prepareReplyAfterMs: config.PREPARE_REPLY_AFTER_MS,
       stills,
       keyframeWaitMs: config.VISION_KEYFRAME_WAIT_MS,
-      onPicture: (event) => {
-        if (!metrics) return;
-        if ('sent' in event) metrics.visionFramesSent.inc();
-        else metrics.visionDecodeSeconds.observe(event.decodedMs / 1000);
-      },
-      modelFor: (session: Session) => models.get(registry.engineOf(session.model) as (typeof VOICE_ENGINES)[number]) ?? offlineModel,
-      onTimings: (model, timings) => metrics && observeTimings(metrics, model, timings),
-      ...(mcpGuard ? { mcp: mcpConnector(mcpGuard, { timeoutMs: config.MCP_TIMEOUT_MS, maxOutputBytes: config.MCP_MAX_OUTPUT_BYTES, maxResponseBytes: config.MCP_MAX_RESPONSE_BYTES }) } : {}),
+      onPicture: node.onPicture,
+      modelFor: () => model,
+      onTimings: (_, timings) => node.onTimings(entry.id, timings),
+      ...(mcp ? { mcp } : {}),
     });
-    for (const [engine, model] of models) if (model) registry.register(engine, voice);
-  }
+  };
+  const factoryOf = (entry: ModelEntry): AgentFactory | undefined => {
+    if (entry.kind === 'audio-echo') return echoAgentFactory(config.ECHO_DELAY_MS);
+    if (entry.kind === 'realtime') return options.realtime?.(entry, node);
+    const model = replyModelOf(entry, config);
+    return model && voiceFactory(entry, model);
+  };
+  const models = new ModelRouter(config.MODELS, factoryOf, { failures: config.MODEL_BREAKER_FAILURES, cooldownMs: config.MODEL_BREAKER_COOLDOWN_MS }, metrics);
   return {
-    registry,
+    models,
     health: () => stages?.health() ?? {},
-    close: async () => void (await stages?.close()),
+    close: async () => {
+      await Promise.all(ownStages.map((s) => s.close()));
+      await stages?.close();
+    },
   };
 }
 

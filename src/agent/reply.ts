@@ -3,6 +3,7 @@
 // interrupted reply keeps in the conversation what the caller heard of it. A reply can be prepared
 // before it is wanted (`held`): it generates and synthesises, but nothing of it is seen — no event,
 // no item, no audio — until it is released, in order, or discarded without a trace.
+import type { TurnTrace } from '../observability/callTrace.js';
 import { randomId } from '../system/ids.js';
 import { itemText, newItemId, type FunctionCallItem, type Item, type McpApprovalRequestItem, type McpCallItem, type MessageItem } from '../session/conversation.js';
 import type { ResponseInfo, ResponseStatus, StageTimings } from '../session/events.js';
@@ -40,6 +41,10 @@ export interface ReplyOptions {
   timings: StageTimings;
   /** performance.now() when the caller stopped speaking, for voice-to-voice. */
   voiceEndedAt?: number;
+  /** The span of the caller's turn this reply answers (traces): its stages up to the first audio are the reply's. */
+  turn?: TurnTrace;
+  /** The reply's first audio is queued: the turn's span ends when its first packet leaves. */
+  awaitFirstPacket?(turn: TurnTrace): void;
   /** Audio of the reply is being written: the agent tracks playback. */
   onAudio(): void;
   /** What the reply waits for before it reads the conversation (transcriptions under way). */
@@ -93,6 +98,7 @@ export class Reply {
   private release_: () => void = () => {};
 
   constructor(private readonly opts: ReplyOptions) {
+    opts.turn?.set({ 'parley.response.id': this.id });
     this.done = new Promise((resolve) => (this.settle = resolve));
     this.released = new Promise((resolve) => (this.release_ = resolve));
     if (opts.held) this.heldEffects = [];
@@ -105,11 +111,15 @@ export class Reply {
   }
 
   /** A held reply goes out: everything it did so far happens now, in order, and the rest as it comes. */
-  release(timings: StageTimings, voiceEndedAt: number | undefined): void {
+  release(timings: StageTimings, voiceEndedAt: number | undefined, turn?: TurnTrace): void {
     const effects = this.heldEffects;
     if (!effects) return;
     this.opts.timings = timings;
     this.opts.voiceEndedAt = voiceEndedAt;
+    if (turn) {
+      this.opts.turn = turn;
+      turn.set({ 'parley.response.id': this.id, 'parley.turn.prepared': true });
+    }
     this.heldEffects = undefined;
     for (const effect of effects) effect();
     this.release_();
@@ -151,6 +161,7 @@ export class Reply {
       this.discard();
       return 0;
     }
+    this.opts.turn?.abandon(reason === 'turn_detected' ? 'interrupted' : 'cancelled');
     const generating = this.generating;
     if (generating) this.abort.abort();
     const dropped = this.opts.settings.audio ? this.opts.ctx.audio.clear() : 0;
@@ -208,8 +219,12 @@ export class Reply {
     const mcp = this.opts.mcp;
     const tools = mcp ? [...settings.tools, ...mcp.tools().filter((t) => !settings.tools.some((f) => f.name === t.name))] : settings.tools;
 
+    // Its upstream requests' spans go under the turn it answers, else under the call (a reply the
+    // client asked for; one prepared before its turn was over).
+    const parent = this.opts.turn?.parent ?? ctx.trace?.parent;
+    const trace = parent && { ...parent, attributes: { 'parley.response.id': this.id } };
     // The speaker reads the reply's text as it is generated.
-    const speaker = settings.audio ? this.opts.speaker(settings.voice, signal) : undefined;
+    const speaker = settings.audio ? this.opts.speaker(settings.voice, signal, trace) : undefined;
     const speech = speaker ? this.speakAll(speaker, startedAt, () => firstTokenAt) : Promise.resolve();
     const say = (delta: string) => {
       this.ensureMessage();
@@ -232,6 +247,7 @@ export class Reply {
           toolChoice: round > 0 && typeof settings.toolChoice !== 'string' ? 'auto' : settings.toolChoice,
           ...(settings.maxOutputTokens ? { maxOutputTokens: settings.maxOutputTokens } : {}),
           signal,
+          ...(trace ? { trace } : {}),
         })) {
           if (signal.aborted) return;
           firstTokenAt ??= performance.now();
@@ -315,6 +331,14 @@ export class Reply {
     };
     this.opts.ctx.emit({ type: 'response.audio.started', responseId: this.id, itemId: this.message?.id ?? '', timings });
     this.opts.onTimings?.(timings);
+    const turn = this.opts.turn;
+    if (!turn) return;
+    // The same instants as the timings: the stages up to here add up to voice_to_voice_ms.
+    turn.reached('first_token', firstTokenAt ?? readyAt);
+    turn.reached('first_audio', now);
+    if (timings.voice_to_voice_ms !== undefined) turn.set({ 'parley.turn.voice_to_voice_ms': timings.voice_to_voice_ms });
+    if (this.opts.awaitFirstPacket) this.opts.awaitFirstPacket(turn);
+    else turn.end();
   }
 
   private ensureMessage(): void {
@@ -466,6 +490,9 @@ export class Reply {
     this.reason = reason;
     const info = this.info();
     this.out(() => {
+      // A reply that ends before any audio of it was queued (text only, failed, cancelled) ends its turn.
+      const turn = this.opts.turn;
+      if (turn && !turn.has('first_audio')) turn.abandon(status === 'completed' ? 'no_audio' : status, status === 'failed' ? new Error(reason ?? 'failed') : undefined);
       this.opts.ctx.emit({ type: 'response.done', response: info });
       // A reply without audio has nothing more to wait for.
       if (!this.opts.settings.audio) this.record();

@@ -1,6 +1,7 @@
 // The stages a voice agent is composed of, shared by every call of the process and chosen by name in
 // configuration (providers.ts): turn detection, speech recognition, the speaker (text deltas →
 // audio). Reply models are chosen per call (by the session's model).
+import type { SpanParent } from '../observability/tracing.js';
 import type { NoiseReduction } from '../session/session.js';
 import type { EngineHealth } from './health.js';
 import { preloadRnnoise } from './noise/rnnoise.js';
@@ -8,7 +9,7 @@ import { createNoiseSuppressor, type NoiseSuppressor } from './noise/suppressor.
 import { createRecognizer, createSpeechEngine, createVadProvider, type StageConfig } from './providers.js';
 import type { Recognizer } from './stt/types.js';
 import { Speaker } from './tts/speaker.js';
-import type { SpokenChunk } from './tts/types.js';
+import type { SpeechEngine, SpokenChunk } from './tts/types.js';
 import { createTurnDetector } from './turn/detector.js';
 import type { EndpointingOptions, TurnDetector, TurnListener } from './turn/types.js';
 
@@ -24,8 +25,8 @@ export interface VoiceStages {
   /** A noise suppressor for one call's 16 kHz input (throws when its engine cannot run here). */
   noiseSuppressor(type: NoiseReduction): NoiseSuppressor;
   recognizer: Recognizer;
-  /** A speaker for one reply, in a catalogue voice, stopped by the signal. */
-  speaker(voice: string, signal: AbortSignal): SpeakerStream;
+  /** A speaker for one reply, in a catalogue voice, stopped by the signal; `trace`: where its requests' spans go. */
+  speaker(voice: string, signal: AbortSignal, trace?: SpanParent): SpeakerStream;
   /** The engines' states, by stage, for /readyz. */
   health(): Record<string, EngineHealth>;
   close(): Promise<void>;
@@ -69,11 +70,29 @@ export function createVoiceStages(config: StageConfig): VoiceStages {
     },
     noiseSuppressor: createNoiseSuppressor,
     recognizer,
-    speaker: (voice, signal) => new Speaker(engine, { voice, signal }),
+    speaker: (voice, signal, trace) => new Speaker(engine, { voice, signal, ...(trace ? { trace } : {}) }),
     health: () => ({ stt: recognizer.health(), tts: engine.health() }),
     close: async () => {
       await recognizer.close();
       await engine.close?.();
+    },
+  };
+}
+
+/**
+ * The same turn detection and noise suppression with another recogniser or speech engine (a cascade
+ * model of the catalogue with its own STT or TTS service); closing it closes only those engines.
+ */
+export function withEngines(stages: VoiceStages, engines: { recognizer?: Recognizer | undefined; speech?: SpeechEngine | undefined }): VoiceStages {
+  const { recognizer, speech } = engines;
+  return {
+    ...stages,
+    ...(recognizer ? { recognizer } : {}),
+    ...(speech ? { speaker: (voice: string, signal: AbortSignal) => new Speaker(speech, { voice, signal }) } : {}),
+    health: () => ({ ...stages.health(), ...(recognizer ? { stt: recognizer.health() } : {}), ...(speech ? { tts: speech.health() } : {}) }),
+    close: async () => {
+      await recognizer?.close();
+      await speech?.close?.();
     },
   };
 }

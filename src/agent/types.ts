@@ -3,6 +3,7 @@
 // converts at its edge); the agent speaks 48 kHz PCM (media/audio/format.ts). What the agent says
 // and hears is kept as items of the call's Conversation, and what happens is told as CallEvents.
 import type { AudioOut } from '../media/audio/format.js';
+import type { CallTrace } from '../observability/callTrace.js';
 import type { StillImage } from '../media/stillImage.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
 import type { Conversation, Item } from '../session/conversation.js';
@@ -20,6 +21,8 @@ export interface ConversationTurn {
 
 export interface AgentContext {
   conversationId: string;
+  /** The API key the call belongs to: what the node shares among calls (the picture decoder) it shares fairly among keys. */
+  apiKeyId: string;
   /** The live session (changes with session.update; read it when needed). */
   session(): Session;
   audio: AudioOut;
@@ -30,6 +33,14 @@ export interface AgentContext {
   requestKeyframe?(): boolean;
   /** A user or assistant turn is complete (the record keeps it when the session keeps history). */
   turnCompleted(turn: ConversationTurn): void;
+  /**
+   * The model behind the agent failed (an upstream refused, timed out or dropped): the call tells
+   * the client, and its fallback model takes over with the conversation so far, or the call ends.
+   * The message is for the client: never an upstream's key or raw body.
+   */
+  modelFailed(failure: { code: string; message: string }): void;
+  /** The call's trace: its turns' spans, and the parent of the upstream requests made for it. */
+  trace?: CallTrace;
 }
 
 /** A reply the client asks for (`response.create`); every field overrides the session for this reply. */
@@ -82,9 +93,40 @@ export interface Agent {
    * transcript is set, and a reply asked for meanwhile answers it. 16-bit PCM at inputSampleRate.
    */
   transcribeItem?(itemId: string, pcm: Int16Array): void;
+  /** The client added an item to the conversation (an agent that keeps its own copy upstream follows). */
+  itemAdded?(item: Item, previousItemId: string | null): void;
+  /** The client deleted an item. */
+  itemDeleted?(itemId: string): void;
+  /** The client truncated an assistant item's audio at audioEndMs. */
+  itemTruncated?(itemId: string, audioEndMs: number): void;
   close(): void;
 }
 
 export interface AgentFactory {
   create(ctx: AgentContext): Agent;
+}
+
+/** A catalogue model and the factory of the agents that run it. */
+export interface ModelChoice {
+  id: string;
+  factory: AgentFactory;
+}
+
+/** Picks the agent behind a call from the session's model, and what takes over when it fails. */
+export interface ModelChooser {
+  /**
+   * The model a call asking for `name` runs (an unknown name runs the default): it, or when it is
+   * unavailable (its breaker open, or among `exclude`) its first available fallback; undefined when none is.
+   */
+  choose(name: string, exclude?: ReadonlySet<string>): ModelChoice | undefined;
+  /** The model `name` stands for, available or not. */
+  forced(name: string): ModelChoice;
+  /** Whether the API key may use the model `name` stands for. */
+  allows(name: string, apiKeyId: string): boolean;
+  /** The first available fallback of `id` (depth first through their own fallbacks), none of `exclude`. */
+  fallbackAfter(id: string, exclude: ReadonlySet<string>): ModelChoice | undefined;
+  /** A call's model failed with `code` (the breaker counts it). */
+  failed(id: string, code: string): void;
+  /** A fallback took a call over from `id` (counted). */
+  fellBack(id: string, to: string): void;
 }

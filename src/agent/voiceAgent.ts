@@ -9,6 +9,7 @@ import { hasCameraPicture, newItemId, type ContentPart, type MessageItem } from 
 
 /** The camera's pictures a conversation keeps (the latest; each tens of kB). */
 const MAX_CAMERA_PICTURES = 8;
+import type { TurnTrace } from '../observability/callTrace.js';
 import type { StageTimings } from '../session/events.js';
 import type { Session } from '../session/session.js';
 import type { ReplyModel } from './llm/types.js';
@@ -82,6 +83,8 @@ export class VoiceAgent implements Agent {
   /** The reply whose audio is on the wire, while it plays. */
   private playing: Reply | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** The traced turn whose reply's first packet is awaited: the next start of playback is it. */
+  private firstPacket: TurnTrace | undefined;
   private readonly unsubscribePlayback: () => void;
   private closed = false;
   /** The call's context, its audio out watched by the echo guard. */
@@ -109,7 +112,7 @@ export class VoiceAgent implements Agent {
     this.camera =
       stills && requestKeyframe
         ? new Camera({
-            decoder: stills,
+            decoder: { decode: (source) => stills.decode(source, ctx.apiKeyId) },
             requestKeyframe,
             keyframeWaitMs: deps.keyframeWaitMs ?? 400,
             decoded: (ms) => deps.onPicture?.({ decodedMs: ms }),
@@ -122,6 +125,12 @@ export class VoiceAgent implements Agent {
     this.setUpTurnDetection();
     // A playback cut short was ended by whoever cleared it (stopReply).
     this.unsubscribePlayback = ctx.audio.onPlayback({
+      playbackStarted: () => {
+        const turn = this.firstPacket;
+        this.firstPacket = undefined;
+        turn?.reached('first_packet', performance.now());
+        turn?.end();
+      },
       playbackFinished: ({ interrupted }) => {
         if (!interrupted) this.checkPlaybackEnded();
       },
@@ -140,7 +149,7 @@ export class VoiceAgent implements Agent {
 
   decodeImage(bytes: Buffer): Promise<StillImage> {
     if (!this.deps.stills) return Promise.reject(new Error('This server decodes no images.'));
-    return this.deps.stills.decode({ kind: 'image', bytes });
+    return this.deps.stills.decode({ kind: 'image', bytes }, this.ctx.apiKeyId);
   }
 
   onVideoFrame(frame: VideoFrameInfo): void {
@@ -225,7 +234,7 @@ export class VoiceAgent implements Agent {
     const recognition = this.deps.stages.recognizer.start();
     recognition.write(this.ears.forRecognizer(pcm));
     const { ctx } = this;
-    const transcribed = recognition.finish().then(
+    const transcribed = recognition.finish(ctx.trace?.parent).then(
       (text) => {
         const transcript = text.trim();
         const item = ctx.conversation.get(itemId);
@@ -265,6 +274,7 @@ export class VoiceAgent implements Agent {
     this.closed = true;
     this.unsubscribePlayback();
     clearTimeout(this.idleTimer);
+    this.firstPacket?.abandon('call_ended');
     // A reply still being generated is cut where the caller stopped hearing it; one fully
     // generated was not interrupted, and is kept whole.
     if (this.reply?.generating) this.reply.stop('client_cancelled');
@@ -338,7 +348,8 @@ export class VoiceAgent implements Agent {
     const turn = this.turn;
     if (!turn || turn.paused) return;
     turn.paused = true;
-    const part = turn.recognition.finish();
+    // Recognised before the turn is over (and has a span): the request's span is the call's.
+    const part = turn.recognition.finish(this.ctx.trace?.parent);
     turn.parts.push(part);
     // Parts are said in order, each after the one before (a failed part is reported when the turn ends).
     turn.saying = turn.saying.then(() => part).then((text) => this.sayPart(turn, text), () => {});
@@ -394,6 +405,15 @@ export class VoiceAgent implements Agent {
     // Audio that arrived after the speech ended is the time the end-of-turn rule waited.
     const waitMs = Math.max(0, this.inputMs - speechEndMs);
     const voiceEndedAt = stoppedAt - waitMs;
+    // The turn's span: from the end of the caller's voice; each stage is marked at the instant its
+    // figure (timings) is measured at.
+    const trace = ctx.trace?.turn(turn.itemId, voiceEndedAt);
+    trace?.reached('end_of_speech', stoppedAt);
+    /** The turn ends once its words are known, with no reply (`outcome` says why). */
+    const unanswered = (outcome: string) => {
+      trace?.reached('recognition', performance.now());
+      trace?.end(outcome);
+    };
     if (!committed) ctx.emit({ type: 'input.speech_stopped', itemId: turn.itemId, audioEndMs: Math.round(audioEndMs) });
     const item: MessageItem = { id: turn.itemId, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_audio', transcript: null }] };
     const placed = ctx.conversation.add(item);
@@ -403,7 +423,7 @@ export class VoiceAgent implements Agent {
 
     // Still silent since the last pause: what followed it was silence, and the parts are the turn.
     if (turn.paused) turn.recognition.abort();
-    const parts = turn.paused ? turn.parts : [...turn.parts, turn.recognition.finish()];
+    const parts = turn.paused ? turn.parts : [...turn.parts, turn.recognition.finish(trace?.parent)];
     // The camera's picture is decoded while the words are recognised (a capture never rejects).
     const picture = this.pictureFor(turn);
     let transcript: string;
@@ -413,6 +433,7 @@ export class VoiceAgent implements Agent {
       await turn.saying;
     } catch (err) {
       turn.prepared?.reply.discard();
+      trace?.abandon(this.closed ? 'call_ended' : 'recognition_failed', this.closed ? undefined : err);
       if (this.closed) return;
       ctx.emit({ type: 'transcription.failed', itemId: item.id, message: (err as Error).message });
       // The turn is lost; the call goes on.
@@ -422,9 +443,16 @@ export class VoiceAgent implements Agent {
     }
     const prepared = turn.prepared?.transcript === transcript ? turn.prepared.reply : undefined;
     if (!prepared) turn.prepared?.reply.discard();
-    if (this.closed || !ctx.conversation.get(item.id)) return prepared?.discard();
+    if (this.closed || !ctx.conversation.get(item.id)) {
+      unanswered(this.closed ? 'call_ended' : 'item_deleted');
+      return prepared?.discard();
+    }
     // Noise the recogniser heard as nothing is not a turn.
-    if (!transcript) return this.forget(item.id);
+    if (!transcript) {
+      unanswered('no_words');
+      return this.forget(item.id);
+    }
+    trace?.words(transcript);
     item.content[0] = { type: 'input_audio', transcript };
     if (image) {
       item.content.push(...withPicture([], image));
@@ -442,11 +470,16 @@ export class VoiceAgent implements Agent {
     ctx.emit({ type: 'item.done', item, previousItemId: ctx.conversation.previousOf(item.id) });
     ctx.turnCompleted({ role: 'user', text: transcript, ...(image ? { image: `data:image/jpeg;base64,${image.thumbnail.toString('base64')}` } : {}) });
     // The caller went on speaking: the reply waits for the end of that turn and answers both.
-    if (this.turn || !this.session.turnDetection.createResponse) return prepared?.discard();
+    if (this.turn || !this.session.turnDetection.createResponse) {
+      unanswered(this.turn ? 'caller_went_on' : 'no_reply');
+      return prepared?.discard();
+    }
     if (this.reply?.generating) this.stopReply(this.reply, 'turn_detected');
-    const timings = { end_of_turn_wait_ms: Math.round(waitMs), transcription_ms: Math.round(performance.now() - stoppedAt) };
-    if (prepared) this.adopt(prepared, timings, voiceEndedAt);
-    else this.startReply({}, { timings, voiceEndedAt });
+    const recognisedAt = performance.now();
+    trace?.reached('recognition', recognisedAt);
+    const timings = { end_of_turn_wait_ms: Math.round(waitMs), transcription_ms: Math.round(recognisedAt - stoppedAt) };
+    if (prepared) this.adopt(prepared, timings, voiceEndedAt, trace);
+    else this.startReply({}, { timings, voiceEndedAt, ...(trace ? { turn: trace } : {}) });
   }
 
   /**
@@ -461,10 +494,10 @@ export class VoiceAgent implements Agent {
   }
 
   /** A prepared reply becomes the reply: what it has done so far happens now. */
-  private adopt(reply: Reply, timings: StageTimings, voiceEndedAt: number): void {
+  private adopt(reply: Reply, timings: StageTimings, voiceEndedAt: number, trace: TurnTrace | undefined): void {
     clearTimeout(this.idleTimer);
     this.reply = reply;
-    reply.release(timings, voiceEndedAt);
+    reply.release(timings, voiceEndedAt, trace);
   }
 
   private forget(itemId: string): void {
@@ -475,7 +508,7 @@ export class VoiceAgent implements Agent {
    * Starts a reply; with `heldFor`, prepares it unseen as the answer to that (not yet committed)
    * user item, for adopt() or discard().
    */
-  private startReply(request: ResponseRequest, measured: { timings?: StageTimings; voiceEndedAt?: number }, heldFor?: MessageItem): Reply {
+  private startReply(request: ResponseRequest, measured: { timings?: StageTimings; voiceEndedAt?: number; turn?: TurnTrace }, heldFor?: MessageItem): Reply {
     clearTimeout(this.idleTimer);
     const s = this.session;
     const modalities = request.outputModalities ?? s.outputModalities;
@@ -502,6 +535,8 @@ export class VoiceAgent implements Agent {
       ...(request.metadata !== undefined ? { metadata: request.metadata } : {}),
       timings: measured.timings ?? {},
       ...(measured.voiceEndedAt !== undefined ? { voiceEndedAt: measured.voiceEndedAt } : {}),
+      ...(measured.turn ? { turn: measured.turn } : {}),
+      awaitFirstPacket: (turn) => this.awaitFirstPacket(reply, turn),
       onAudio: () => {
         if (this.playing === reply) return;
         this.playing = reply;
@@ -513,6 +548,20 @@ export class VoiceAgent implements Agent {
     reply.start();
     void reply.done.then(() => this.checkPlaybackEnded());
     return reply;
+  }
+
+  /**
+   * `reply`'s first audio is queued: its turn's span ends when the first packet of it leaves — the
+   * next start of playback, unless an earlier reply is still playing (the new audio then follows it
+   * with no new start, and the span ends here, saying so).
+   */
+  private awaitFirstPacket(reply: Reply, turn: TurnTrace): void {
+    if (this.playing && this.playing !== reply) {
+      turn.set({ 'parley.turn.first_packet_seen': false });
+      return turn.end();
+    }
+    this.firstPacket?.abandon('superseded');
+    this.firstPacket = turn;
   }
 
   /** The caller heard all the audio written, or a reply finished: once a finished reply's audio has all played, it has ended. */

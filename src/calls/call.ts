@@ -3,7 +3,7 @@
 // wires them and implements the commands a protocol may give (CallControl); what else must happen
 // when the call moves on (its record, metrics, logs) listens as a CallObserver.
 import type { FastifyBaseLogger } from 'fastify';
-import type { AgentFactory, ConversationTurn, Refusal, ResponseRequest } from '../agent/types.js';
+import type { ConversationTurn, ModelChooser, Refusal, ResponseRequest } from '../agent/types.js';
 import { Conversation, itemText, type Item, type PlaceResult } from '../session/conversation.js';
 import type { CallEvent, RecordingStopReason } from '../session/events.js';
 import type { Session } from '../session/session.js';
@@ -12,13 +12,14 @@ import type { StillImage } from '../media/stillImage.js';
 import { StreamResampler } from '../media/audio/resample.js';
 import { WIRE_RATE, decodeWireAudio } from '../media/audio/wireAudio.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
+import { NO_CALL_TRACE, type CallTrace } from '../observability/callTrace.js';
 import { AgentHost } from './agentHost.js';
 import { CallMeter, type CallFigures } from './callFigures.js';
 import { CallLifecycle, type CallState, type CallTimeouts } from './lifecycle.js';
 import { TokenBucket } from '../system/tokenBucket.js';
 import type { CallControl, ClientProtocol, ProtocolFactory } from './protocol/types.js';
 import { Sidebands } from './sideband.js';
-import { eventAudioOf, type CallTransport, type EventAudio, type MessageChannel } from './transport.js';
+import { eventAudioOf, type CallTransport, type EventAudio, type MessageChannel, type WireOutcome } from './transport.js';
 
 /** Events held while the client's channel is not open yet (on a wire that has one). */
 const PENDING_EVENTS_LIMIT = 200;
@@ -60,25 +61,31 @@ export interface CallOptions {
   session: Session;
   /** The conversation so far (a resumed thread's turns, or empty). */
   conversation: Conversation;
-  agentFor: (model: string) => AgentFactory;
-  /** The event protocol the client speaks, chosen from its request. */
-  protocol: ProtocolFactory;
+  /** The catalogue's models: which agent runs the session's model, and its fallbacks. */
+  models: ModelChooser;
+  /** The event protocol the client speaks, chosen from its request; none on a wire with no client channel. */
+  protocol?: ProtocolFactory;
   timeouts: CallTimeouts;
   rates: CallRates;
   log: FastifyBaseLogger;
+  /** The call's span (traces); none: not traced. */
+  trace?: CallTrace;
 }
 
 export class Call implements CallControl {
   readonly id: string;
   readonly apiKeyId: string;
   readonly conversation: Conversation;
+  /** Its trace: the call's span, its turns' (a no-op when not traced). */
+  readonly trace: CallTrace;
   private current: Session;
   private readonly transport: CallTransport;
   /** The transport's audio inside events, when its wire has no media track. */
   private readonly eventAudio: EventAudio | undefined;
   private readonly lifecycle: CallLifecycle;
   private readonly host: AgentHost;
-  private readonly protocol: ClientProtocol;
+  /** Speaks to the client's channel; undefined on a wire that has none. */
+  private readonly protocol: ClientProtocol | undefined;
   private channel: MessageChannel | undefined;
   private pending: CallEvent[] = [];
   private finished: Promise<void> | undefined;
@@ -101,6 +108,7 @@ export class Call implements CallControl {
   constructor(private readonly opts: CallOptions) {
     this.id = opts.id;
     this.apiKeyId = opts.apiKeyId;
+    this.trace = opts.trace ?? NO_CALL_TRACE;
     this.transport = opts.transport;
     this.eventAudio = eventAudioOf(opts.transport);
     this.current = opts.session;
@@ -110,23 +118,26 @@ export class Call implements CallControl {
     this.replyRate = new TokenBucket(repliesPerSecond, Math.max(3, 2 * repliesPerSecond));
     this.sidebands = new Sidebands(this, { messagesPerSecond, connections: sidebands });
     this.lifecycle = new CallLifecycle(opts.timeouts, (state, reason) => void this.close(state, reason));
-    this.protocol = opts.protocol(this, (message) => this.channel?.send(JSON.stringify(message)));
+    this.protocol = opts.protocol?.(this, (message) => this.channel?.send(JSON.stringify(message)));
     this.host = new AgentHost(
       {
         conversationId: this.id,
+        apiKeyId: this.apiKeyId,
         session: () => this.current,
         audio: this.meter.metered(this.transport.audioOut),
         conversation: this.conversation,
         emit: (event) => this.emit(event),
         turnCompleted: (turn) => this.notify((o) => o.turn?.(this, turn)),
         requestKeyframe: () => this.transport.requestKeyframe?.() ?? false,
+        trace: this.trace,
       },
-      opts.agentFor,
+      opts.models,
       // The caller's audio comes at the rate the agent hears at, converted by the transport.
       (agent) => {
         this.inputRate = agent.inputSampleRate;
         this.transport.setInputRate(agent.inputSampleRate);
       },
+      (reason) => void this.end(reason, 'failed'),
     );
     this.transport.attach({
       connected: () => this.onConnected(),
@@ -168,9 +179,14 @@ export class Call implements CallControl {
     return this.firstConnectedAt;
   }
 
-  /** An outbound phone call's final INVITE status (200, 486 busy, 487 unanswered…); undefined for others. */
-  get sipStatus(): number | undefined {
-    return this.transport.sipStatus;
+  /** What its wire said of it, when it says anything (an outbound phone call's final INVITE status). */
+  get wireOutcome(): WireOutcome | undefined {
+    return this.transport.outcome;
+  }
+
+  /** The catalogue model running the call now (a fallback's, after its model failed). */
+  get model(): string {
+    return this.host.model;
   }
 
   /** Which wire carries the call (`webrtc`…). */
@@ -206,11 +222,15 @@ export class Call implements CallControl {
     return this.current;
   }
 
-  updateSession(next: Session): void {
+  updateSession(next: Session): Refusal {
+    if (next.model !== this.current.model && !this.opts.models.allows(next.model, this.apiKeyId)) {
+      return { ok: false, code: 'model_not_allowed', message: `This API key may not use the model ${next.model}; GET /v1/realtime/models lists the models it may use.` };
+    }
     this.current = next;
     this.eventAudio?.sessionChanged(next);
     this.host.sessionChanged();
     this.notify((o) => o.sessionChanged?.(this, next));
+    return { ok: true };
   }
 
   decodeImage(bytes: Buffer): Promise<StillImage> {
@@ -224,6 +244,7 @@ export class Call implements CallControl {
     if (!placed.ok) return placed;
     this.emit({ type: 'item.added', item, previousItemId: placed.previousItemId });
     this.emit({ type: 'item.done', item, previousItemId: placed.previousItemId });
+    this.host.agent.itemAdded?.(item, placed.previousItemId);
     if (audio && this.host.agent.transcribeItem) {
       // The item's audio in the session's input format, at the rate the agent hears.
       const encoding = this.current.inputAudio ?? 'pcm16';
@@ -241,6 +262,7 @@ export class Call implements CallControl {
   deleteItem(id: string): boolean {
     if (!this.conversation.delete(id)) return false;
     this.emit({ type: 'item.deleted', itemId: id });
+    this.host.agent.itemDeleted?.(id);
     return true;
   }
 
@@ -248,6 +270,7 @@ export class Call implements CallControl {
     const cut = this.conversation.truncate(id, audioEndMs);
     if (!cut.ok) return cut;
     this.emit({ type: 'item.truncated', itemId: id, contentIndex: 0, audioEndMs });
+    this.host.agent.itemTruncated?.(id, audioEndMs);
     return { ok: true };
   }
 
@@ -296,7 +319,7 @@ export class Call implements CallControl {
   }
 
   logFailure(err: Error): void {
-    this.opts.log.error({ err, conversation: this.id }, 'client message handling failed');
+    this.opts.log.error({ err, conversation: this.id, ...this.trace.logFields }, 'client message handling failed');
   }
 
   /** The call's recording stopped early (callRecording.ts): its client and sideband are told; the call goes on. */
@@ -316,17 +339,20 @@ export class Call implements CallControl {
 
   /** The transport's event channel: the protocol greets on it and hears the client through it. */
   private onChannel(channel: MessageChannel): void {
+    const protocol = this.protocol;
+    // The call manager gives every wire with a client channel its protocol.
+    if (!protocol) return channel.close();
     this.channel = channel;
     channel.onMessage((text) => {
       if (this.channel !== channel) return;
       this.lifecycle.activity();
-      if (this.messageRate.take()) this.protocol.receive(text);
+      if (this.messageRate.take()) protocol.receive(text);
       else this.overMessageRate();
     });
-    this.protocol.opened();
-    for (const event of this.pending.splice(0)) this.protocol.deliver(event);
+    protocol.opened();
+    for (const event of this.pending.splice(0)) protocol.deliver(event);
     // A channel that opens in the moment between the call's end and its transport's close is told too.
-    if (this.lifecycle.ended) this.protocol.ended(this.lifecycle.endReason!);
+    if (this.lifecycle.ended) protocol.ended(this.lifecycle.endReason!);
   }
 
   /** An event over the client's rate is dropped unread; the client hears so, once a second at most. */
@@ -350,7 +376,7 @@ export class Call implements CallControl {
     this.notify((o) => o.event?.(this, event));
     this.sidebands.deliver(event);
     if (!this.sidebands.forClient(event)) return;
-    if (this.channel) this.protocol.deliver(event);
+    if (this.channel) this.protocol?.deliver(event);
     // A wire with no client channel (a phone) will never read them.
     else if (this.transport.offers.clientChannel && this.pending.length < PENDING_EVENTS_LIMIT) this.pending.push(event);
   }
@@ -361,7 +387,7 @@ export class Call implements CallControl {
       try {
         tell(o);
       } catch (err) {
-        this.opts.log.error({ err, conversation: this.id }, 'call observer failed');
+        this.opts.log.error({ err, conversation: this.id, ...this.trace.logFields }, 'call observer failed');
       }
     }
   }
@@ -369,7 +395,7 @@ export class Call implements CallControl {
   /** The end, once: tell the client, stop the agent, close the transport, then the observers. */
   private close(state: 'ended' | 'failed', reason: string): Promise<void> {
     this.host.close();
-    if (this.channel) this.protocol.ended(reason);
+    if (this.channel) this.protocol?.ended(reason);
     this.sidebands.ended(reason);
     this.finished = (async () => {
       await this.transport.close(reason);
@@ -377,7 +403,7 @@ export class Call implements CallControl {
       const waits: Promise<void>[] = [];
       this.notify((o) => {
         const done = o.ended?.(this);
-        if (done) waits.push(done.catch((err: Error) => this.opts.log.error({ err, conversation: this.id }, 'call observer failed')));
+        if (done) waits.push(done.catch((err: Error) => this.opts.log.error({ err, conversation: this.id, ...this.trace.logFields }, 'call observer failed')));
       });
       await Promise.all(waits);
     })();

@@ -1,17 +1,21 @@
 // Creates calls on the transports their requests bring, admits them (admission.ts: the node's,
 // each key's, across the nodes with Redis, and each token's limits, the half-open budget), records which node carries each call,
 // and drains calls on shutdown. It knows no wire: a request's
-// transport is made for the call's id and accepted (for WebRTC, an SDP answer) here.
+// transport is made for the call's id and accepted (for WebRTC, an SDP answer) here. The doors
+// open their calls through door.ts, which answers its refusals in one union.
 import type { FastifyBaseLogger } from 'fastify';
-import type { AgentFactory, ConversationTurn } from '../agent/types.js';
+import type { ConversationTurn, ModelChooser } from '../agent/types.js';
 import { randomId } from '../system/ids.js';
 import type { Metrics } from '../observability/metrics.js';
+import { startCallTrace } from '../observability/callTrace.js';
+import type { SpanParent } from '../observability/tracing.js';
 import { Conversation, newItemId } from '../session/conversation.js';
 import { withoutSecrets, type Session } from '../session/session.js';
 import type { ConversationStore } from '../storage/conversations.js';
-import { CallCapacityExceeded, type Admission } from './admission.js';
+import { CallCapacityExceeded, type Admission, type AdmitOptions } from './admission.js';
 import { Call, type CallObserver, type CallRates } from './call.js';
 import { callLog, callMetrics } from './callObservers.js';
+import { callTracing } from './callTracing.js';
 import { CallRecord } from './callRecord.js';
 import { recordingObserver } from './callRecording.js';
 import type { Recordings } from '../recordings/recordings.js';
@@ -23,12 +27,12 @@ export interface CallRequest {
   apiKeyId: string;
   /** The ephemeral token's id (jti): its calls are counted (admission.ts). */
   tokenId: string;
-  /** A call through the SIP door: connecting, it counts against SIP's own half-open budget (admission.ts). */
-  door?: 'sip';
+  /** Connecting, the call counts against this half-open budget of its door's own (admission.ts), not the node's and the key's. */
+  halfOpenBudget?: string;
   endUser: string | null;
   session: Session;
-  /** The event protocol the client speaks (from the route its request came through). */
-  protocol: ProtocolName;
+  /** The event protocol the client speaks (from the route its request came through); none on a wire with no client channel (a phone). */
+  protocol?: ProtocolName;
   /** How long it may take to connect, when not the node's CALL_CONNECT_TIMEOUT_MS (an outbound phone call rings first). */
   connectTimeoutMs?: number;
   /** Resume this earlier conversation's thread (its history becomes the agent's context). */
@@ -37,7 +41,8 @@ export interface CallRequest {
 
 export interface CallManagerOptions {
   conversations: ConversationStore;
-  agentFor: (model: string) => AgentFactory;
+  /** The catalogue's models (which agent runs a call, and its fallbacks). */
+  models: ModelChooser;
   protocols: Record<ProtocolName, ProtocolFactory>;
   timeouts: CallTimeouts;
   /** What each call's client may ask for a second. */
@@ -52,6 +57,8 @@ export interface CallManagerOptions {
   observers?: (() => CallObserver)[];
   /** Which calls are recorded, and their recorders. */
   recordings: Recordings;
+  /** Where each call's trace begins (observability/tracing.ts); none: calls are not traced. */
+  traceRoot?: SpanParent;
 }
 
 export { CallCapacityExceeded, CallLimitExceeded } from './admission.js';
@@ -77,6 +84,11 @@ export class CallManager {
   }
 
   /** True from the start of a shutdown drain: new work is refused. */
+  /** The catalogue's models (which a door checks a request's model against). */
+  get models(): ModelChooser {
+    return this.opts.models;
+  }
+
   get isDraining(): boolean {
     return this.draining;
   }
@@ -87,15 +99,20 @@ export class CallManager {
   }
 
   /**
-   * Starts a call on the transport `open` makes for its id; resolves once the transport accepted the
-   * client's request (with what that yields: an SDP answer) and the call is recorded. Rejects with
-   * TransportRejected (a client error), CallLimitExceeded (the caller's own limits),
-   * CallCapacityExceeded (the node's), or a store error.
+   * Starts a call on the transport `open` makes for its id once it is admitted; resolves once the
+   * transport accepted the client's request (with what that yields: an SDP answer) and the call is
+   * recorded. Rejects with TransportRejected (a client error), CallLimitExceeded (the caller's own
+   * limits), CallCapacityExceeded (the node's, or a drain), or a store error. Doors call it through
+   * openCall (door.ts).
    */
-  async create<Accepted>(req: CallRequest, open: (callId: string) => PendingTransport<Accepted>): Promise<{ accepted: Accepted; conversationId: string }> {
+  async create<Accepted>(
+    req: CallRequest,
+    open: (callId: string) => PendingTransport<Accepted> | Promise<PendingTransport<Accepted>>,
+    admit: AdmitOptions = {},
+  ): Promise<{ accepted: Accepted; call: Call }> {
     const { metrics, log } = this.opts;
-    if (this.draining) throw new CallCapacityExceeded('The server is shutting down; try another node.');
-    const ticket = await this.opts.admission.admitAcrossNodes(req);
+    if (this.draining) throw new CallCapacityExceeded(DRAINING, 'draining');
+    const ticket = await this.opts.admission.admitAcrossNodes(req, admit);
     const stopTimer = metrics.answerSeconds.startTimer();
     try {
       const id = randomId('conv_');
@@ -106,22 +123,36 @@ export class CallManager {
         log.error({ err, conversation: id }, 'whether to record the call is unknown: not recorded');
         return false;
       });
-      const pending = open(id);
+      const pending = await open(id);
+      if (pending.transport.offers.clientChannel && req.protocol === undefined) {
+        void pending.transport.close('no_protocol');
+        throw new Error(`a ${pending.transport.kind} call needs the event protocol its client speaks`);
+      }
+      // The call's span, from here; the API key's id names it, never the key.
+      const trace = startCallTrace(this.opts.traceRoot, {
+        'parley.conversation.id': id,
+        'parley.call.door': pending.transport.kind,
+        'parley.call.protocol': req.protocol ?? 'none',
+        'parley.call.model': req.session.model,
+        'parley.api_key.id': req.apiKeyId,
+      });
       const call = new Call({
         id,
         apiKeyId: req.apiKeyId,
         transport: pending.transport,
         session: req.session,
         conversation: conversationOf(history),
-        agentFor: this.opts.agentFor,
-        protocol: this.opts.protocols[req.protocol],
+        models: this.opts.models,
+        ...(req.protocol ? { protocol: this.opts.protocols[req.protocol] } : {}),
         timeouts: req.connectTimeoutMs === undefined ? this.opts.timeouts : { ...this.opts.timeouts, connectTimeoutMs: req.connectTimeoutMs },
         rates: this.opts.rates,
         log,
+        trace,
       });
       call.observe(new CallRecord(this.opts.conversations, id, threadId, history.length, log));
       call.observe(callMetrics(metrics));
       call.observe(callLog(log));
+      call.observe(callTracing(trace, req.session.model));
       for (const make of this.opts.observers ?? []) call.observe(make());
       // Half-open until connected; its place is given back when it ends (or fails to start, below).
       call.observe({ connected: () => ticket.connected(), ended: () => ticket.release() });
@@ -142,7 +173,7 @@ export class CallManager {
       }
       if (this.draining) {
         void call.end('server_shutdown', 'failed');
-        throw new CallCapacityExceeded('The server is shutting down; try another node.');
+        throw new CallCapacityExceeded(DRAINING, 'draining');
       }
       // The client has not had the answer yet: the call cannot have connected before this.
       if (await recorded) this.record(call);
@@ -155,8 +186,8 @@ export class CallManager {
           metrics.activeCalls.set(this.calls.size);
         },
       });
-      log.info({ conversation: id, transport: call.transportKind }, 'call created');
-      return { accepted, conversationId: id };
+      log.info({ conversation: id, transport: call.transportKind, ...trace.logFields }, 'call created');
+      return { accepted, call };
     } catch (err) {
       ticket.release();
       throw err;
@@ -194,6 +225,8 @@ export class CallManager {
     await Promise.all([...this.calls.values()].map((c) => c.end(reason)));
   }
 }
+
+const DRAINING = 'The server is shutting down; try another node.';
 
 /** A resumed thread's turns as the conversation a call starts from. */
 function conversationOf(history: ConversationTurn[]): Conversation {

@@ -9,14 +9,14 @@ import type { CallFigures } from './callFigures.js';
 
 export function callLog(log: FastifyBaseLogger): CallObserver {
   return {
-    connected: (call) => log.info({ conversation: call.id, transport: call.transportKind }, 'call connected'),
+    connected: (call) => log.info({ conversation: call.id, transport: call.transportKind, ...call.trace.logFields }, 'call connected'),
     event: (call, event) => {
       if (event.type !== 'stage.failed') return;
-      const fields = { conversation: call.id, stage: event.stage, code: event.code, err: event.cause ?? event.message };
+      const fields = { conversation: call.id, stage: event.stage, code: event.code, err: event.cause ?? event.message, ...call.trace.logFields };
       if (event.recoverable) log.warn(fields, 'call stage failed');
       else log.error(fields, 'call stage failed; the call ends');
     },
-    ended: (call) => log.info({ conversation: call.id, state: call.state, reason: call.endReason, ...call.figures() }, 'call ended'),
+    ended: (call) => log.info({ conversation: call.id, state: call.state, reason: call.endReason, ...(call.wireOutcome ? { wire: call.wireOutcome } : {}), ...call.figures(), ...call.trace.logFields }, 'call ended'),
   };
 }
 

@@ -38,7 +38,7 @@ export class CallRecord implements CallObserver {
 
   ended(call: Call): Promise<void> {
     const state = call.state === 'failed' ? 'failed' : 'ended';
-    return this.store.finish(this.id, state, call.endReason ?? 'unknown', call.figures(), call.sipStatus).catch((err: Error) => this.log.error({ err, conversation: this.id }, 'end not recorded'));
+    return this.store.finish(this.id, state, call.endReason ?? 'unknown', call.figures(), call.wireOutcome).catch((err: Error) => this.log.error({ err, conversation: this.id }, 'end not recorded'));
   }
 
   private write(what: string, op: () => Promise<void>): void {

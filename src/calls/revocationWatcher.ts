@@ -56,14 +56,16 @@ export class RevocationWatcher {
   /** Asks the store about the keys with live calls here (none: no query). */
   async poll(): Promise<void> {
     if (this.polling) return;
-    const ids = new Set<string>(this.opts.otherKeys?.() ?? []);
-    for (const call of this.opts.liveCalls()) ids.add(call.apiKeyId);
-    if (!ids.size) return;
     this.polling = true;
     try {
+      // Inside the try: the poll runs on a timer, where a throw (coturn's user database not there
+      // yet, or coturn not installed) would end the process.
+      const ids = new Set<string>(this.opts.otherKeys?.() ?? []);
+      for (const call of this.opts.liveCalls()) ids.add(call.apiKeyId);
+      if (!ids.size) return;
       for (const id of await this.opts.revokedAmong([...ids])) this.keyRevoked(id);
     } catch (err) {
-      // The store is down: the calls go on, as everything the node holds in memory does.
+      // The store (or coturn's database) cannot answer: the calls go on, as everything the node holds in memory does.
       this.opts.log.debug({ err: (err as Error).message }, 'revocation poll failed');
     } finally {
       this.polling = false;

@@ -99,8 +99,9 @@ export class Sidebands {
       session: () => call.session(),
       updateSession: (next) => {
         const before = new Set(call.session().tools.map((t) => t.name));
-        for (const tool of next.tools) if (!before.has(tool.name)) this.tools.add(tool.name);
-        call.updateSession(next);
+        const applied = call.updateSession(next);
+        if (applied.ok) for (const tool of next.tools) if (!before.has(tool.name)) this.tools.add(tool.name);
+        return applied;
       },
       decodeImage: (bytes) => call.decodeImage(bytes),
       addItem: (item, after, audio) => call.addItem(item, after, audio),

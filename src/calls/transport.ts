@@ -46,6 +46,19 @@ export interface TransportEvents {
   agentAudio(pcm: Int16Array): void;
 }
 
+/**
+ * What a wire itself said of its call, in its own terms, on the wires that say something: SIP's final
+ * INVITE status of an outbound call (200 answered, 486 busy, 487 after our CANCEL…). The call's
+ * record keeps it (the API and webhooks show SIP's as `sip_status`).
+ */
+export interface WireOutcome {
+  /** The transport's kind (`sip`). */
+  readonly wire: string;
+  readonly code: number;
+  /** The wire's words for it (a SIP reason phrase), for logs. */
+  readonly reason?: string;
+}
+
 /** What a wire offers, fixed for its life. */
 export interface WireOffers {
   /** Audio travels on a media track of its own (RTP); without one it travels inside the client's events. */
@@ -70,8 +83,8 @@ interface Transport {
   readonly offers: WireOffers;
   /** Where the agent's speech goes: 48 kHz mono PCM, encoded and clocked out by the transport. */
   readonly audioOut: AudioOut;
-  /** An outbound phone call's final INVITE status (200, 486, 487…), once known; undefined on every other wire. */
-  readonly sipStatus?: number;
+  /** What the wire said of the call, once it did: an outbound phone call's final INVITE status. Recorded with the call's end. */
+  readonly outcome?: WireOutcome;
   /** Starts telling `events` what happens; nothing is told before. */
   attach(events: TransportEvents): void;
   /** Asks the client for a key frame of its camera, when its wire carries one (false: none asked for). */

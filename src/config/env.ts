@@ -5,6 +5,7 @@ import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { parseCidr } from '../system/cidr.js';
 import { looksLikeApiKey } from './apiKeyFormat.js';
+import { loadModelCatalogue, ModelFileError, type ModelCatalogue } from './models.js';
 import { parseEventTypes } from './webhookEventTypes.js';
 import { isWebhookSecret } from './webhookSecretFormat.js';
 
@@ -85,6 +86,18 @@ const webhookUrl: Parser<string> = (raw) => {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`expected an http(s) URL, got "${raw}"`);
   return url.toString();
+};
+
+/** A collector's URL: http or https (its credentials go in OTEL_EXPORTER_OTLP_HEADERS, never in the URL: it is not repeated). */
+const otlpUrl: Parser<string> = (raw) => {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new Error('expected an http(s) URL such as http://otel-collector:4318');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('expected an http(s) URL such as http://otel-collector:4318');
+  return raw.trim();
 };
 
 /** The secret is never repeated in the message. */
@@ -296,7 +309,39 @@ export const settings = {
     default: 'auto',
     parse: oneOf('auto', 'json', 'pretty'),
   },
-  DATA_DIR: { doc: 'Directory for the SQLite file and generated local secrets.', default: './data', parse: str },
+  OTEL_TRACES_EXPORTER: {
+    doc: 'OpenTelemetry traces (a span per call, per turn with a child per stage, per upstream model request and per webhook delivery), exported over OTLP/HTTP: otlp turns them on (to http://localhost:4318 unless an endpoint is set), none turns them off whatever else is set. Unset: on exactly when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set.',
+    parse: (raw: string) => (raw.trim() === '' ? undefined : oneOf('otlp', 'none')(raw.trim())),
+  },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    doc: "The OTLP/HTTP collector's base URL (e.g. http://otel-collector:4318); traces go to its v1/traces path. Setting it turns traces on. Parley's exporter sends JSON (http/json), which a collector's otlp receiver takes on its HTTP port. The other OTEL_EXPORTER_OTLP_* settings (HEADERS, TIMEOUT, COMPRESSION, CERTIFICATE…) are read by the OpenTelemetry SDK as it documents them.",
+    parse: otlpUrl,
+  },
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { doc: 'The full URL traces are posted to (taken as it is, no path added); wins over OTEL_EXPORTER_OTLP_ENDPOINT. Setting it turns traces on.', parse: otlpUrl },
+  OTEL_EXPORTER_OTLP_HEADERS: { doc: "Headers sent with each export, key=value pairs separated by commas (a collector's API key: never logged).", parse: str },
+  OTEL_SERVICE_NAME: { doc: "The traces' service.name.", default: 'parley', parse: str },
+  OTEL_RESOURCE_ATTRIBUTES: { doc: 'More resource attributes of the traces, key=value pairs separated by commas (deployment.environment=prod,…); service.name here wins over OTEL_SERVICE_NAME. Each node adds service.instance.id (its NODE_ID).', parse: str },
+  OTEL_TRACES_SAMPLER: {
+    doc: 'Which traces are kept: parentbased_always_on (every call), always_on, always_off, traceidratio or parentbased_traceidratio (a share of the calls, OTEL_TRACES_SAMPLER_ARG), parentbased_always_off. A call is kept or dropped whole.',
+    default: 'parentbased_always_on',
+    parse: oneOf('always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'),
+  },
+  OTEL_TRACES_SAMPLER_ARG: { doc: 'The share of traces the ratio samplers keep, 0 to 1.', default: '1', parse: num(0, 1) },
+  OTEL_BSP_SCHEDULE_DELAY: { doc: 'Milliseconds between two exports of the finished spans.', default: '5000', parse: int(10, 600_000) },
+  OTEL_BSP_MAX_QUEUE_SIZE: { doc: 'Finished spans held for export at most; past it new ones are dropped (a collector away loses spans, never the calls).', default: '2048', parse: int(1, 1_000_000) },
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: { doc: 'Spans in one export at most (no more than OTEL_BSP_MAX_QUEUE_SIZE).', default: '512', parse: int(1, 1_000_000) },
+  OTEL_BSP_EXPORT_TIMEOUT: { doc: 'Milliseconds one export may take before it is given up.', default: '30000', parse: int(100, 600_000) },
+  OTEL_SDK_DISABLED: { doc: 'true: no traces, whatever the other OTEL_* settings say.', default: 'false', parse: bool },
+  OTEL_TRACE_CONTENT: {
+    doc: "Parley's own: true puts what the caller said (the turn's transcript) on its turn span. Off, spans carry timings, ids and outcomes, never words; audio is never put in a span.",
+    default: 'false',
+    parse: bool,
+  },
+  DATA_DIR: {
+    doc: "Directory for the SQLite file, generated local secrets and Parley's coturn files. One server per directory: a second `parley serve` on a DATA_DIR in use says so and exits with code 1, leaving the first alone (the lock on DATA_DIR/server.lock ends with the process that holds it). The CLI's other commands run beside a server.",
+    default: './data',
+    parse: str,
+  },
   DATABASE_URL: {
     doc: 'sqlite:<path> (embedded, default <DATA_DIR>/parley.db) or postgres://user@host/db.',
     parse: databaseUrl,
@@ -663,8 +708,7 @@ export const settings = {
     parse: int(0, 10),
   },
   LOAD_THRESHOLD: {
-    doc: "The node's load (0–1: the busiest of its event loop's busy share, the machine's cores' busy share, and its event loop's lateness against 100 ms; smoothed over ≈ 3 s) at which it takes no new calls itself: calls go to the least-loaded other node under it (WebRTC offers are passed on), or get 503 with Retry-After. It takes calls again 0.05 below. 0: off (only MAX_CONCURRENT_CALLS limits).",
-    default: '0.75',
+    doc: "The node's load (0–1: the busiest of its event loop's busy share, the machine's cores' busy share, and its event loop's lateness against 100 ms, 100 ms or more counting as 1; smoothed over ≈ 3 s) at which it takes no new calls itself: calls go to the least-loaded other node under it (WebRTC offers are passed on), or get 503 with Retry-After. It takes calls again 0.05 below. Unset: 0.75, but only to steer calls: a node that no other node takes a call from takes it itself (its Opus complexity lowered, /readyz degraded). 0: off (only MAX_CONCURRENT_CALLS limits).",
     parse: num(0, 1),
   },
   VAD: {
@@ -695,7 +739,7 @@ export const settings = {
     default: '100',
     parse: int(0, 5000),
   },
-  LLM_BASE_URL: { doc: 'OpenAI-compatible API base (e.g. http://127.0.0.1:11434/v1); when set, orga-1-beta runs its chat completions.', parse: str },
+  LLM_BASE_URL: { doc: 'OpenAI-compatible API base (e.g. http://127.0.0.1:11434/v1); when set (and no MODELS_FILE), the catalogue gets parley-cascade: its chat completions with the node\'s speech recognition and synthesis, the default model (orga-1-beta runs it).', parse: str },
   LLM_API_KEY: { doc: 'Bearer key for LLM_BASE_URL (never logged).', parse: str },
   LLM_MODEL: { doc: 'Model name sent to LLM_BASE_URL.', default: 'gpt-4o-mini', parse: str },
   LLM_IMAGES: {
@@ -704,9 +748,14 @@ export const settings = {
     parse: bool,
   },
   VISION_DECODE_CONCURRENCY: {
-    doc: "Pictures (the camera's key frame at the end of a turn, a client's input_image) one node decodes at once, each in an ffmpeg process of its own (≈ 40 ms of a core each); a few more wait, the rest are refused (the turn goes on without its picture).",
+    doc: "Pictures (the camera's key frame at the end of a turn, a client's input_image) one node decodes at once, each in an ffmpeg process of its own (≈ 40 ms of a core each), shared fairly among API keys: one key holds at most all but one of them, and may have 4 more waiting; past that its pictures are refused with server_busy (a camera's turn goes on without its picture).",
     default: '2',
     parse: int(1, 32),
+  },
+  VISION_DECODE_TIMEOUT_MS: {
+    doc: "How long one picture's decode may take before it is stopped: the client is told server_busy (the node was too busy, or the picture too heavy), a camera's turn goes on without its picture.",
+    default: '5000',
+    parse: int(10, 60000),
   },
   VISION_IMAGE_LONG_SIDE: { doc: "Long side, in pixels, of the JPEG a picture is scaled to for the model (and stored on the conversation's item).", default: '768', parse: int(64, 2048) },
   VISION_KEYFRAME_WAIT_MS: {
@@ -715,12 +764,25 @@ export const settings = {
     parse: int(50, 5000),
   },
   LLM_TIMEOUT_MS: { doc: 'Timeout of the HTTP backends (LLM_BASE_URL, STT_URL, TTS_URL); a model reply that takes longer fails with an error event and a spoken apology.', default: '15000', parse: int(1000, 120000) },
+  MODELS_FILE: {
+    doc: 'A models file (YAML or JSON; docs/guides/models.md): the models calls may ask for, what runs each (offline, cascade, realtime), which API keys may use each, aliases, fallbacks and the default. Unset: the catalogue these settings describe (the built-in models, the LLM_BASE_URL cascade, the REALTIME_URL model). Checked at start; a problem names its line.',
+    parse: str,
+  },
+  REALTIME_URL: { doc: "An upstream realtime model's WebSocket URL (the OpenAI Realtime protocol: wss://api.openai.com/v1/realtime, or another Parley's ws://host:port/v1/realtime); when set, REALTIME_MODEL joins the catalogue and becomes the default.", parse: str },
+  REALTIME_API_KEY: { doc: 'Bearer key for REALTIME_URL (never logged, never sent to a client).', parse: str },
+  REALTIME_MODEL: { doc: "The realtime model's id: the name clients ask for and the model sent upstream.", default: 'gpt-realtime', parse: str },
+  REALTIME_DIALECT: { doc: "The upstream's protocol version: ga (OpenAI's GA interface) or beta (the preview interface, as Azure's older deployments speak it).", default: 'ga', parse: oneOf('ga', 'beta') },
+  REALTIME_FALLBACK: { doc: "Models that take a call over when the realtime model fails, in order (comma-separated). Unset: the cascade when LLM_BASE_URL is set, else parley-offline.", parse: list },
+  MODEL_CONNECT_TIMEOUT_MS: { doc: 'Time an upstream realtime model has to accept the connection and confirm the session; past it the call goes on with the fallback.', default: '5000', parse: int(500, 60_000) },
+  MODEL_RESPONSE_TIMEOUT_MS: { doc: "Time an upstream realtime model has to start a reply it was asked for (its first event for the response); past it the call goes on with the fallback.", default: '10000', parse: int(1000, 120_000) },
+  MODEL_BREAKER_FAILURES: { doc: "Failures in a row after which a model is not offered to new calls (its fallback takes them) for MODEL_BREAKER_COOLDOWN_MS.", default: '3', parse: int(1, 100) },
+  MODEL_BREAKER_COOLDOWN_MS: { doc: "How long a model whose breaker opened is passed over before the next call tries it again.", default: '30000', parse: int(1000, 3_600_000) },
   STT_PROVIDER: {
     doc: 'Speech recogniser: pocketsphinx (built in, English) or http (STT_URL). Unset: http when STT_URL is set, else pocketsphinx.',
     parse: oneOf('pocketsphinx', 'http'),
   },
   STT_WORKERS: {
-    doc: 'Worker threads running the built-in speech recogniser (each holds its decoders; about one per core is right).',
+    doc: 'Worker processes running the built-in speech recogniser, started with the node and shared by every call (each holds its decoders, about 100 MB; about one per core is right).',
     default: '2',
     parse: int(1, 32),
   },
@@ -788,7 +850,7 @@ export const settings = {
 type Settings = typeof settings;
 type Parsed = { [K in keyof Settings]: ReturnType<Settings[K]['parse']> | (Settings[K] extends { default: string } ? never : undefined) };
 /** DATABASE_URL's default depends on DATA_DIR, so it is always set after loading. */
-export type Config = Omit<Parsed, 'DATABASE_URL'> & { DATABASE_URL: string };
+export type Config = Omit<Parsed, 'DATABASE_URL'> & { DATABASE_URL: string; /** The model catalogue (MODELS_FILE, or the settings). */ MODELS: ModelCatalogue };
 
 /** Rules between settings. */
 /** Rules between settings; a setting that did not parse is undefined and its rules do not apply. */
@@ -801,6 +863,7 @@ function crossChecks(c: Parsed): string[] {
   if (c.OPUS_MIN_COMPLEXITY > c.OPUS_COMPLEXITY) problems.push('OPUS_MIN_COMPLEXITY: must be at most OPUS_COMPLEXITY');
   if (c.NODE_LOST_AFTER_MS < 2 * c.NODE_HEARTBEAT_MS) problems.push('NODE_LOST_AFTER_MS: must be at least twice NODE_HEARTBEAT_MS');
   if (c.HTTP_REQUEST_TIMEOUT_MS < c.HTTP_HEADERS_TIMEOUT_MS) problems.push('HTTP_REQUEST_TIMEOUT_MS: must be at least HTTP_HEADERS_TIMEOUT_MS');
+  if (c.OTEL_BSP_MAX_EXPORT_BATCH_SIZE > c.OTEL_BSP_MAX_QUEUE_SIZE) problems.push('OTEL_BSP_MAX_EXPORT_BATCH_SIZE: must not exceed OTEL_BSP_MAX_QUEUE_SIZE');
   if ((c.WEBHOOK_URL === undefined) !== (c.WEBHOOK_SECRET === undefined)) problems.push('WEBHOOK_URL: webhooks need both WEBHOOK_URL and WEBHOOK_SECRET');
   return problems;
 }
@@ -823,6 +886,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const parsed = out as Parsed;
   problems.push(...crossChecks(parsed));
-  if (problems.length) throw new ConfigError(problems);
-  return { ...parsed, DATABASE_URL: parsed.DATABASE_URL ?? `sqlite:${parsed.DATA_DIR.replace(/\/$/, '')}/parley.db` };
+  let models: ModelCatalogue | undefined;
+  if (!problems.length) {
+    try {
+      models = loadModelCatalogue(parsed, env);
+    } catch (err) {
+      if (!(err instanceof ModelFileError)) throw err;
+      problems.push(...err.problems.map((p) => `MODELS_FILE: ${p}`));
+    }
+  }
+  if (problems.length || !models) throw new ConfigError(problems);
+  return { ...parsed, DATABASE_URL: parsed.DATABASE_URL ?? `sqlite:${parsed.DATA_DIR.replace(/\/$/, '')}/parley.db`, MODELS: models };
 }

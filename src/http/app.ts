@@ -1,5 +1,6 @@
 // The HTTP surface: Fastify with the contract's error shapes, body rules, CORS and routes, the
 // readiness checks, and the behaviour of a node that is shutting down or has lost a dependency.
+import { modelNames } from '../config/models.js';
 import { Type } from '@sinclair/typebox';
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type RouteOptions } from 'fastify';
 import type { Services } from '../services.js';
@@ -24,7 +25,7 @@ import { OPENAI_NAMED_SCHEMAS, callFormConstraint, openAiRoutes } from './routes
 import { SIP_CALLS_NAMED_SCHEMAS, sipCallsRoutes } from './routes/sipCalls.js';
 import { SIP_ROUTING_NAMED_SCHEMAS, sipRoutingRoutes } from './routes/sipRouting.js';
 import { realtimeSocketRoutes } from './routes/realtimeSocket.js';
-import { BODY_LIMIT, HealthResponse, MAX_JSON_DEPTH, MetricsQuery, NAMED_SCHEMAS, OpenApiResponse, ReadinessResponse } from './schemas.js';
+import { BODY_LIMIT, callSchemas, HealthResponse, MAX_JSON_DEPTH, MetricsQuery, NAMED_SCHEMAS, OpenApiResponse, ReadinessResponse } from './schemas.js';
 
 /** Paths a browser may call cross-origin. */
 const BROWSER_PATHS = ['/v1/realtime/ice-config', '/v1/realtime/calls', '/v1/realtime/models', '/v1/realtime/voices'];
@@ -82,7 +83,7 @@ export async function buildApp(services: Services, logger: FastifyInstance['log'
   // First: the document collects the routes as they are declared.
   await registerOpenApi(app, {
     operatorPaths: OPERATOR_PATHS,
-    namedSchemas: [...ERROR_SCHEMAS, ValidationDetail, ...NAMED_SCHEMAS, ...OPENAI_NAMED_SCHEMAS, ...SIP_ROUTING_NAMED_SCHEMAS, ...SIP_CALLS_NAMED_SCHEMAS, ConversationResponse, CallUsageSchema, CallQualitySchema],
+    namedSchemas: [...ERROR_SCHEMAS, ValidationDetail, ...NAMED_SCHEMAS, ...Object.values(callSchemas(modelNames(services.config.MODELS))), ...OPENAI_NAMED_SCHEMAS, ...SIP_ROUTING_NAMED_SCHEMAS, ...SIP_CALLS_NAMED_SCHEMAS, ConversationResponse, CallUsageSchema, CallQualitySchema],
   });
 
   // Bodies are JSON whatever the Content-Type says (FastAPI-era clients are not always exact);

@@ -1,6 +1,6 @@
 // Requests that another node should answer: a calls request this node has no room for goes to the
-// least-loaded live node with room, and a request for a call another node (or worker) carries goes
-// to that node. The client sees one ordinary answer, the other node's, relayed as it came.
+// least-loaded live node with room (offered by its door, src/calls/door.ts), and a request for a
+// call another node (or worker) carries goes to that node. The client sees one ordinary answer, the other node's, relayed as it came.
 // Nodes reach each other on their node-to-node listener (INTERNAL_HOST:INTERNAL_PORT); a request
 // passed on is signed by the node that passes it (src/auth/nodeAuth.ts), the listener answers
 // nothing else, and a request that came that way is never passed again.
@@ -25,6 +25,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The node that passed this request on (only set for requests on the node-to-node listener). */
     forwardedFromNode?: string;
+    /** A calls request's body as it came, kept while this node had no room for a call (keepBodyWhenFull). */
+    keptBody?: Buffer;
   }
 }
 
@@ -114,37 +116,32 @@ export function sendAnswer(reply: FastifyReply, answer: NodeAnswer): FastifyRepl
 }
 
 /**
- * preParsing hook of the calls routes: a node at its call limit or its load threshold passes the
- * request to the live node with room that is least loaded (src/calls/placement.ts); one that is
- * gone, full or draining (503) gives way to the next. When none takes it, this node answers (503
- * with Retry-After). A caller at one of its own limits (src/calls/admission.ts) is not passed on:
- * this node answers 429.
+ * preParsing hook of the calls routes: a node at its call limit or its load threshold keeps the
+ * request's body as it came, for its door to offer to another node (placeRequestElsewhere) once the
+ * request is read and the caller's own limits are checked (src/calls/door.ts). A request another
+ * node passed here is never passed on again.
  */
-export function passCallsWhenFull(services: Services): preParsingAsyncHookHandler {
-  return async (req, reply, payload) => {
+export function keepBodyWhenFull(services: Services): preParsingAsyncHookHandler {
+  return async (req, _reply, payload) => {
     if (req.forwardedFromNode || !services.calls.isFull) return payload;
-    // A caller at its own limit is refused here (429), not sent elsewhere to dodge it.
-    if (services.admission.callerRefusal({ apiKeyId: req.apiKeyId!, tokenId: req.token!.jti })) return payload;
-    const body = await readBody(payload);
-    const answer = await passElsewhere(services, req, body, { door: 'webrtc', log: req.log });
-    if (answer) {
-      sendAnswer(reply, answer);
-      return payload;
-    }
-    return Readable.from([body]);
+    req.keptBody = await readBody(payload);
+    return Readable.from([req.keptBody]);
   };
 }
 
 /**
- * Offers the request (with `body`, already read) to the other nodes with room in turn (calls/placement.ts);
- * a node that is gone, full or draining (503) gives way to the next. Resolves to the taker's answer, or
- * undefined when none took it.
+ * A door's way to offer its request to the other nodes with room, in turn (calls/placement.ts): its
+ * body as it came (`body`, else the one keepBodyWhenFull kept). A node that is gone, full or
+ * draining (503) gives way to the next; the taker's answer is what the client gets. Undefined when
+ * the request cannot be passed on: another node passed it here, or its body was not kept.
  */
-export function passElsewhere(services: Services, req: FastifyRequest, body: Buffer, placement: PlacementRequest): Promise<NodeAnswer | undefined> {
-  return services.placement.elsewhere(placement, async (node) => {
-    const answer = await forwardTo(node.url!, req, body, services.nodeAuth);
-    return answer.status === 503 ? undefined : { status: answer.status, value: answer };
-  });
+export function placeRequestElsewhere(services: Services, req: FastifyRequest, placement: PlacementRequest, body = req.keptBody): (() => Promise<NodeAnswer | undefined>) | undefined {
+  if (req.forwardedFromNode || !body) return undefined;
+  return () =>
+    services.placement.elsewhere(placement, async (node) => {
+      const answer = await forwardTo(node.url!, req, body, services.nodeAuth);
+      return answer.status === 503 ? undefined : { status: answer.status, value: answer };
+    });
 }
 
 /** The whole request body, up to the limit every route has (413 beyond it). */

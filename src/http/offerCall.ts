@@ -1,10 +1,15 @@
-// An SDP offer becomes a call on a WebRTC transport: what both calls routes (the Orga JSON form and
-// OpenAI's SDP / multipart forms) do once their bodies are read. Each route shapes the failures its
-// clients read.
-import { CallCapacityExceeded, CallLimitExceeded, type CallRequest } from '../calls/callManager.js';
-import { TransportRejected } from '../calls/transport.js';
+// The WebRTC door: an SDP offer becomes a call on a WebRTC transport, for both calls routes (the
+// Orga JSON form and OpenAI's SDP / multipart forms) once their bodies are read. The call is opened
+// as every door opens one (calls/door.ts); a node without room offers the request, as it came, to
+// another node (nodeForwarding.ts), and a refusal is answered in the route's error shape
+// (doorRefusals.ts).
+import type { FastifyRequest } from 'fastify';
+import type { CallRequest } from '../calls/callManager.js';
+import { openCall } from '../calls/door.js';
 import { readOffer } from '../calls/webrtc/sdpOffer.js';
 import type { Services } from '../services.js';
+import { httpRefusal, type ErrorForm } from './doorRefusals.js';
+import { placeRequestElsewhere, type NodeAnswer } from './nodeForwarding.js';
 
 /** A candidate given beside the SDP, as browsers' RTCIceCandidate.toJSON() writes it. */
 export interface OfferCandidate {
@@ -13,23 +18,24 @@ export interface OfferCandidate {
   sdpMLineIndex?: number | null;
 }
 
-/** The errors a route answers with, in its clients' shapes. */
+/** What the route answers in its own words: an offer that cannot be used, or that the WebRTC stack refused. */
 export interface OfferFailures {
+  form: ErrorForm;
   /** The SDP cannot be used (what is wrong with it, each a sentence). */
   unusable(problems: string[]): Error;
   /** The WebRTC stack could not apply it. */
   rejected(message: string): Error;
-  /** The node is full or shutting down (503 with Retry-After). */
-  busy(message: string): Error;
-  /** The caller is at one of its own limits (429 with Retry-After). */
-  limited(err: CallLimitExceeded): Error;
 }
+
+/** The call answered here (its SDP answer), or the answer of the node that took it. */
+export type OfferOutcome = { answerSdp: string; conversationId: string } | { placed: NodeAnswer };
 
 export async function callFromOffer(
   services: Services,
+  req: FastifyRequest,
   request: CallRequest & { sdp: string; candidates?: OfferCandidate[] },
   failures: OfferFailures,
-): Promise<{ answerSdp: string; conversationId: string }> {
+): Promise<OfferOutcome> {
   const reading = readOffer(request.sdp);
   if (!reading.ok) throw failures.unusable(reading.problems);
   const { plan } = reading;
@@ -38,14 +44,15 @@ export async function callFromOffer(
     .map((c) => ({ candidate: c.candidate ?? '', mid: c.sdpMid ?? (c.sdpMLineIndex != null ? plan.mids[c.sdpMLineIndex] : undefined) ?? plan.audioMid }))
     .filter((c) => c.candidate.trim() !== '');
   const { sdp: _sdp, candidates: _candidates, ...call } = request;
-  const open = services.webrtc.forOffer({ sdp: request.sdp, plan, candidates, receiveVideo: request.session.modalities.includes('video') });
-  try {
-    const { accepted, conversationId } = await services.calls.create(call, open);
-    return { answerSdp: accepted, conversationId };
-  } catch (err) {
-    if (err instanceof CallLimitExceeded) throw failures.limited(err);
-    if (err instanceof CallCapacityExceeded) throw failures.busy(err.message);
-    if (err instanceof TransportRejected) throw failures.rejected(err.message);
-    throw err;
-  }
+  const elsewhere = placeRequestElsewhere(services, req, { door: 'webrtc', log: req.log });
+  const opened = await openCall(services.calls, {
+    request: call,
+    open: services.webrtc.forOffer({ sdp: request.sdp, plan, candidates, receiveVideo: request.session.modalities.includes('video') }),
+    ...(elsewhere ? { elsewhere } : {}),
+  });
+  if (opened.ok) return { answerSdp: opened.accepted, conversationId: opened.call.id };
+  const { refusal } = opened;
+  if ((refusal.kind === 'full' || refusal.kind === 'loaded') && refusal.placed) return { placed: refusal.placed };
+  if (refusal.kind === 'rejected') throw failures.rejected(refusal.message);
+  throw httpRefusal(failures.form, refusal, services.metrics);
 }

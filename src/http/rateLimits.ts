@@ -7,8 +7,8 @@
 // (every node and worker together), else in this process's memory; see src/storage/openRateLimitStore.ts.
 //
 // The hooks are attached when the routes are declared (onRoute), so the route modules stay as they
-// are. A calls request that a full node passes on (src/http/nodeForwarding.ts, before its body is
-// read) is counted once, by the node that answers it: the per-token count runs once the body is.
+// are. A call that a node without room passes on (its door: src/calls/door.ts) is counted once, by
+// the node its client reached: the node it is passed to does not count it again.
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteOptions } from 'fastify';
 import { RETRY_AFTER_SECONDS, type CallLimitExceeded } from '../calls/admission.js';
@@ -97,7 +97,8 @@ export async function registerRateLimits(app: FastifyInstance, config: Config, m
   const perToken: Limit = {
     scope: 'calls-token',
     limit: config.RATE_LIMIT_CALLS_PER_TOKEN,
-    subject: (req) => req.token?.jti,
+    // A call another node passed on (a WebRTC offer, a WebSocket session) was counted there.
+    subject: (req) => (req.forwardedFromNode ? undefined : req.token?.jti),
     message: (n, w, r) => `Too many calls with this ephemeral token (limit: ${n} per ${w} s); try again in ${r} s.`,
   };
 

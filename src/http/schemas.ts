@@ -1,7 +1,7 @@
 // Request and response schemas: the single source for validation, TypeScript types and OpenAPI.
 import { Type, type Static } from '@sinclair/typebox';
 import { MAX_OFFER_CANDIDATES } from '../calls/webrtc/sdpOffer.js';
-import { CallParams } from '../session/params.js';
+import { callParamsSchema } from '../session/params.js';
 
 export const BODY_LIMIT = 256 * 1024;
 /**
@@ -38,15 +38,20 @@ export const Candidate = Type.Object({
 export type CandidateInput = Static<typeof Candidate>;
 
 
-export const CallsBody = Type.Object({
-  offer: Type.Object({
-    sdp: Type.String({ maxLength: BODY_LIMIT }),
-    type: Type.Literal('offer'),
-    candidates: Type.Array(Candidate, { maxItems: MAX_OFFER_CANDIDATES }),
-  }),
-  params: CallParams,
-}, { title: 'CallRequest', description: "Orga's form: the SDP offer with its candidates, and the session's parameters" });
-export type CallsBodyInput = Static<typeof CallsBody>;
+/** The Orga calls request's schemas for a catalogue whose ids and aliases are `models`. */
+export function callSchemas(models: readonly string[]) {
+  const CallParams = callParamsSchema(models);
+  const CallsBody = Type.Object({
+    offer: Type.Object({
+      sdp: Type.String({ maxLength: BODY_LIMIT }),
+      type: Type.Literal('offer'),
+      candidates: Type.Array(Candidate, { maxItems: MAX_OFFER_CANDIDATES }),
+    }),
+    params: CallParams,
+  }, { title: 'CallRequest', description: "Orga's form: the SDP offer with its candidates, and the session's parameters" });
+  return { CallParams, CallsBody };
+}
+export type CallsBodyInput = Static<ReturnType<typeof callSchemas>['CallsBody']>;
 
 export const CallsResponse = Type.Object({
   answer: Type.Object({ sdp: Type.String(), type: Type.Literal('answer') }),
@@ -60,8 +65,16 @@ export const VoicesResponse = Type.Object({
 
 export const ModelsResponse = Type.Object({
   default: Type.String(),
-  models: Type.Array(Type.Object({ id: Type.String(), description: Type.String(), runs: Type.String() })),
-}, { title: 'Models', description: 'What params.model accepts' });
+  models: Type.Array(
+    Type.Object({
+      id: Type.String({ description: 'The name a call asks for (params.model, session.model, ?model=).' }),
+      description: Type.String(),
+      kind: Type.Union(['offline', 'echo', 'audio-echo', 'cascade', 'realtime'].map((k) => Type.Literal(k)), { description: 'What runs it: the built-in agent, a test agent, an LLM with speech recognition and synthesis, or a realtime model upstream.' }),
+      runs: Type.String({ description: 'The catalogue model it runs: its own id, or for an alias the id it stands for.' }),
+      fallback: Type.Array(Type.String(), { description: 'The models that take a call over when it fails, in order.' }),
+    }),
+  ),
+}, { title: 'Models', description: "The models the caller's key may use (what params.model accepts)" });
 
 export const HealthResponse = Type.Object(
   { status: Type.Literal('ok'), calls: Type.Integer({ description: 'Calls this process carries now.' }) },
@@ -90,4 +103,4 @@ export const MetricsQuery = Type.Object({
 export const OpenApiResponse = Type.Object({ openapi: Type.String() }, { additionalProperties: true, description: 'This OpenAPI 3.1 document' });
 
 /** The schemas above the document names (components.schemas). */
-export const NAMED_SCHEMAS = [ClientSecretsResponse, IceServer, IceConfigResponse, Candidate, CallParams, CallsBody, CallsResponse, VoicesResponse, ModelsResponse, HealthResponse, ReadinessResponse];
+export const NAMED_SCHEMAS = [ClientSecretsResponse, IceServer, IceConfigResponse, Candidate, CallsResponse, VoicesResponse, ModelsResponse, HealthResponse, ReadinessResponse];

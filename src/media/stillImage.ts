@@ -2,10 +2,13 @@
 // sent (PNG, JPEG, WebP, GIF), decoded by an ffmpeg child process (Debian's libavcodec), scaled to at
 // most `longSide` pixels on its long side and encoded as JPEG, with a 16×16 RGB swatch of it for what
 // can be computed without a vision model (its colours and brightness). A child process per picture
-// keeps the decode off the event loop and out of this process's memory; a node decodes at most
-// `concurrency` at once, a few more wait, and the rest are refused at once (bounded like the speech
-// engines). Every failure — not a picture, a corrupt or truncated frame, a picture too large, a decode
-// that takes too long — is a StillImageError, never a crash.
+// keeps the decode off the event loop and out of this process's memory. A node decodes at most
+// `concurrency` at once, shared fairly among API keys: no key holds every slot while another waits
+// (one is kept for the others), a freed slot goes to the waiting key with the fewest running (in
+// turn among equals), and each key may have only a few pictures waiting, so that one tenant's
+// flood of heavy pictures is refused to that tenant, not to the others. Every failure — not a
+// picture, a corrupt or truncated frame, a picture too large, a decode that takes too long, a
+// decoder too busy — is a StillImageError, never a crash.
 import { spawn } from 'node:child_process';
 
 export type StillSource =
@@ -36,6 +39,11 @@ export class StillImageError extends Error {
   ) {
     super(message);
   }
+
+  /** The server's state, not the picture, is why it failed: the client may try again (server_busy). */
+  get serverBusy(): boolean {
+    return this.code === 'decoder_busy' || this.code === 'decode_timeout';
+  }
 }
 
 export interface StillDecoderOptions {
@@ -43,11 +51,16 @@ export interface StillDecoderOptions {
   concurrency: number;
   /** Long side of the JPEG, in pixels. */
   longSide: number;
-  /** A decode taking longer is killed. */
+  /** A decode taking longer is killed (decode_timeout). */
   timeoutMs?: number;
+  /** Pictures one key may have waiting for a slot; more are refused to that key (decoder_busy). */
+  waitingPerKey?: number;
   /** The ffmpeg binary. */
   ffmpeg?: string;
 }
+
+/** The key of a decode asked for without one (every such decode shares it). */
+export const NO_KEY = '';
 
 /** Input larger than this is not decoded (a 20 MB data URL holds ≈ 15 MB). */
 export const MAX_STILL_INPUT_BYTES = 20 * 1024 * 1024;
@@ -56,8 +69,11 @@ const MAX_PIXELS = 8192 * 8192;
 const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
 const JPEG_QUALITY = 5; // ffmpeg's -q:v, 2 (best) … 31
 
-/** How many decodes waiting per one running before new ones are refused. */
-const QUEUE_PER_SLOT = 4;
+/** Pictures one key may have waiting by default. */
+export const WAITING_PER_KEY = 4;
+/** Pictures the node has waiting, all keys together, per decode slot (a bound on what waits in memory). */
+const WAITING_PER_SLOT = 16;
+export const DEFAULT_DECODE_TIMEOUT_MS = 5000;
 
 export interface DecodeFigures {
   decoded: number;
@@ -68,26 +84,30 @@ export interface DecodeFigures {
 
 export class StillDecoder {
   private running = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly runningByKey = new Map<string, number>();
+  /** Each key's waiting decodes (what starts each), in order of arrival. */
+  private readonly waiting = new Map<string, (() => void)[]>();
+  private waitingCount = 0;
+  /** When each key with decodes running or waiting last got a slot (a count of slots given). */
+  private readonly servedAt = new Map<string, number>();
+  private served = 0;
   decoded = 0;
   failed = 0;
 
   constructor(private readonly opts: StillDecoderOptions) {}
 
   figures(): DecodeFigures {
-    return { decoded: this.decoded, failed: this.failed, running: this.running, waiting: this.waiting.length };
+    return { decoded: this.decoded, failed: this.failed, running: this.running, waiting: this.waitingCount };
   }
 
-  /** Decodes one picture; rejects with a StillImageError. */
-  async decode(source: StillSource): Promise<StillImage> {
+  /** Decodes one picture for API key `key`; rejects with a StillImageError. */
+  async decode(source: StillSource, key: string = NO_KEY): Promise<StillImage> {
     const input = source.kind === 'image' ? source.bytes : source.frame;
     if (input.length === 0) throw this.fail(new StillImageError('decode_failed', 'The picture is empty.'));
     if (input.length > MAX_STILL_INPUT_BYTES) throw this.fail(new StillImageError('too_large', `The picture is ${input.length} bytes; at most ${MAX_STILL_INPUT_BYTES} are decoded.`));
-    if (this.running >= this.opts.concurrency) {
-      if (this.waiting.length >= this.opts.concurrency * QUEUE_PER_SLOT) throw this.fail(new StillImageError('decoder_busy', 'Too many pictures are being decoded on this server; try again.'));
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
-    }
-    this.running++;
+    // A slot is taken now, or handed over by startNext() once this key's turn comes.
+    if (this.mayStart(key)) this.take(key);
+    else await this.wait(key);
     try {
       const image = await runFfmpeg(this.opts, source);
       this.decoded++;
@@ -96,7 +116,73 @@ export class StillDecoder {
       throw this.fail(err instanceof StillImageError ? err : new StillImageError('decode_failed', (err as Error).message));
     } finally {
       this.running--;
-      this.waiting.shift()?.();
+      const left = this.runningByKey.get(key)! - 1;
+      if (left) this.runningByKey.set(key, left);
+      else this.runningByKey.delete(key);
+      if (!left && !this.waiting.has(key)) this.servedAt.delete(key);
+      this.startNext();
+    }
+  }
+
+  /** The most slots one key holds: all but one, so that another key's picture never waits for a free one. */
+  private get perKeyRunning(): number {
+    return Math.max(1, this.opts.concurrency - 1);
+  }
+
+  /**
+   * Whether `key` may start a decode now: a slot is free and it holds fewer than its share. (A free
+   * slot with keys waiting is one they may not take: each holds its share already.)
+   */
+  private mayStart(key: string): boolean {
+    return this.running < this.opts.concurrency && (this.runningByKey.get(key) ?? 0) < this.perKeyRunning;
+  }
+
+  private take(key: string): void {
+    this.running++;
+    this.runningByKey.set(key, (this.runningByKey.get(key) ?? 0) + 1);
+    this.servedAt.set(key, ++this.served);
+  }
+
+  private wait(key: string): Promise<void> {
+    const queue = this.waiting.get(key) ?? [];
+    const perKey = this.opts.waitingPerKey ?? WAITING_PER_KEY;
+    if (queue.length >= perKey) {
+      throw this.fail(new StillImageError('decoder_busy', `This API key has ${perKey} pictures waiting to be decoded on this server already; try again once they are done.`));
+    }
+    if (this.waitingCount >= this.opts.concurrency * WAITING_PER_SLOT) {
+      throw this.fail(new StillImageError('decoder_busy', 'Too many pictures are waiting to be decoded on this server; try again.'));
+    }
+    return new Promise<void>((start) => {
+      queue.push(start);
+      this.waiting.set(key, queue);
+      this.waitingCount++;
+    });
+  }
+
+  /**
+   * Starts waiting decodes while slots are free: each time, of the keys waiting, the one with the
+   * fewest running, and among those the one served longest ago (round robin).
+   */
+  private startNext(): void {
+    while (this.running < this.opts.concurrency && this.waitingCount > 0) {
+      let chosen: string | undefined;
+      const rank = (key: string) => [this.runningByKey.get(key) ?? 0, this.servedAt.get(key) ?? 0] as const;
+      for (const key of this.waiting.keys()) {
+        const [running, servedAt] = rank(key);
+        if (running >= this.perKeyRunning) continue;
+        if (chosen === undefined) chosen = key;
+        else {
+          const [best, bestServedAt] = rank(chosen);
+          if (running < best || (running === best && servedAt < bestServedAt)) chosen = key;
+        }
+      }
+      if (chosen === undefined) return; // every waiting key holds its share: the free slot waits for another key
+      const queue = this.waiting.get(chosen)!;
+      const start = queue.shift()!;
+      this.waitingCount--;
+      if (!queue.length) this.waiting.delete(chosen);
+      this.take(chosen);
+      start();
     }
   }
 
@@ -184,11 +270,18 @@ function runFfmpeg(opts: StillDecoderOptions, source: StillSource): Promise<Stil
       settled = true;
       clearTimeout(timer);
       if (err) {
+        // Settled once the process is gone, so that a decoder's slot is free only then (a bomb's
+        // ffmpeg holds hundreds of MB until it is).
+        if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return reject(err);
+        child.once('close', () => reject(err));
         child.kill('SIGKILL');
-        reject(err);
       } else resolve(image!);
     };
-    const timer = setTimeout(() => finish(new StillImageError('decode_timeout', 'Decoding the picture took too long.')), opts.timeoutMs ?? 5000);
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_DECODE_TIMEOUT_MS;
+    const timer = setTimeout(
+      () => finish(new StillImageError('decode_timeout', `Decoding the picture took longer than ${timeoutMs} ms on this server (it is busy, or the picture very large); try again, or send a smaller picture.`)),
+      timeoutMs,
+    );
     const collect = (into: Buffer[]) => (chunk: Buffer) => {
       size += chunk.length;
       if (size > MAX_OUTPUT_BYTES) return finish(new StillImageError('too_large', 'The decoded picture is too large.'));

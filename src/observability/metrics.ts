@@ -138,6 +138,43 @@ export class Metrics {
     help: 'MAX_CONCURRENT_CALLS: the calls this node carries at most (beyond it, calls requests are passed to another node or answered 503)',
     registers: [this.registry],
   });
+  readonly modelRequests = new Counter({
+    name: 'parley_model_requests_total',
+    help: "Requests to a model's upstream (kind: realtime for a realtime session or response; chat, transcription, speech for a cascade's services), by model and outcome (ok, error, timeout)",
+    labelNames: ['model', 'kind', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly modelFailures = new Counter({
+    name: 'parley_model_failures_total',
+    help: "Calls whose model failed (an upstream refused, timed out or dropped), by catalogue model and error code",
+    labelNames: ['model', 'code'] as const,
+    registers: [this.registry],
+  });
+  readonly modelFallbacks = new Counter({
+    name: 'parley_model_fallbacks_total',
+    help: 'Calls handed from a model to its fallback (a failure mid-call, or its breaker open at the start), by model and fallback',
+    labelNames: ['model', 'to'] as const,
+    registers: [this.registry],
+  });
+  readonly modelBreakerOpen = new Gauge({
+    name: 'parley_model_breaker_open',
+    help: "1 while a model's circuit breaker is open (new calls go to its fallback), else 0",
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
+  readonly modelTokens = new Counter({
+    name: 'parley_model_tokens_total',
+    help: "Tokens an upstream model reported using (its usage per response), by model and kind (input, output)",
+    labelNames: ['model', 'kind'] as const,
+    registers: [this.registry],
+  });
+  readonly modelConnectSeconds = new Histogram({
+    name: 'parley_model_connect_seconds',
+    help: "Time an upstream realtime model took to accept a call's session, by model",
+    labelNames: ['model'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5],
+    registers: [this.registry],
+  });
   /** Set once the checks exist (watchReadiness); until then the gauge has no series. */
   private readiness: ReadinessChecks | undefined;
   readonly readinessCheck: Gauge<'check' | 'state'> = new Gauge({

@@ -1,18 +1,22 @@
-// The node's load: one figure from 0 (idle) up, where 1 is a node that cannot keep up, sampled each
-// second from what the node can see: how busy its event loop is (every call's media clock, data
-// channel and HTTP run there), how busy the machine's cores are (the speech engines' worker threads
-// and helper processes, and anything else on the machine: a call's audio is late when the cores are
-// taken, whoever took them — LiveKit's agent workers measure the machine's CPU the same way), and
-// how late the loop ran. Above LOAD_THRESHOLD the node takes no new calls
+// The node's load: one figure from 0 (idle) to 1 (a node that cannot keep up), sampled each second
+// from what the node can see: how busy its event loop is (every call's media clock, data channel and
+// HTTP run there), how busy the machine's cores are (the speech recogniser's worker processes and
+// helper processes, and anything else on the machine: a call's audio is late when the cores are taken,
+// whoever took them — LiveKit's agent workers measure the machine's CPU the same way), and how late
+// the loop ran (100 ms late or more counts as 1). Above its threshold the node takes no new calls
 // itself (src/calls/admission.ts) and other nodes are offered them, as LiveKit's agent workers stop
 // taking jobs above their load threshold; on the way there the Opus encoders give up complexity
-// (src/media/encoderComplexity.ts).
+// (src/media/encoderComplexity.ts). The threshold the operator sets (LOAD_THRESHOLD) refuses a call
+// no other node takes; the default one only steers calls to other nodes: a node with none to hand a
+// call to takes it (LiveKit's workers have no load threshold in development either).
 import { cpus } from 'node:os';
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import type { Health } from './readiness.js';
 
 /** Loop lateness that counts as a full load: five 20 ms media frames late. */
 export const LAG_AT_FULL_LOAD_MS = 100;
+/** The threshold when LOAD_THRESHOLD is not set: above it calls go to other nodes first. */
+export const DEFAULT_LOAD_THRESHOLD = 0.75;
 /** Below the threshold by this much before the node takes calls again, so that it does not flap. */
 export const LOAD_HYSTERESIS = 0.05;
 /** Weight of the newest sample in the smoothed figure (about three seconds of memory). */
@@ -33,7 +37,8 @@ export function projectedLoad(figure: number, smoothedCalls: number, callsNow: n
   const unseen = callsNow - smoothedCalls;
   if (unseen <= 0) return figure;
   const perCall = smoothedCalls >= 1 ? Math.min(MAX_CALL_COST, figure / smoothedCalls) : MAX_CALL_COST;
-  return figure + unseen * perCall;
+  // A full load is 1, however many calls it would take past it.
+  return Math.min(1, figure + unseen * perCall);
 }
 
 export interface LoadSample {
@@ -45,14 +50,16 @@ export interface LoadSample {
   loopLagMs: number;
 }
 
-/** One sample's load: its most loaded resource. */
+/** One sample's load: its most loaded resource (0..1: a loop later than LAG_AT_FULL_LOAD_MS is as loaded as it gets). */
 export function loadOf(sample: LoadSample): number {
-  return Math.max(sample.eventLoopBusy, sample.machineCpu, sample.loopLagMs / LAG_AT_FULL_LOAD_MS);
+  return Math.max(sample.eventLoopBusy, sample.machineCpu, Math.min(1, sample.loopLagMs / LAG_AT_FULL_LOAD_MS));
 }
 
 export interface NodeLoadOptions {
   /** The load above which the node takes no new calls; 0 turns that off. */
   threshold: number;
+  /** The threshold is the operator's (LOAD_THRESHOLD): it refuses calls no other node takes; else it only steers them. */
+  operatorSet: boolean;
   /** The event loop's worst delay in the last second, ms (EventLoopWatch measures it once for both). */
   loopLagMs: () => number;
   intervalMs?: number;
@@ -86,12 +93,15 @@ export class NodeLoad {
     const { threshold } = this.opts;
     const projected = threshold > 0 && !this.shedding ? projectedLoad(this.figure, this.smoothedCalls, this.opts.calls?.() ?? 0) : this.figure;
     if (!this.shedding && !(threshold > 0 && projected >= threshold)) return undefined;
-    return `This server is loaded (${projected.toFixed(2)}, its threshold LOAD_THRESHOLD is ${threshold}); retry shortly or on another node.`;
+    const whose = this.opts.operatorSet ? 'its threshold LOAD_THRESHOLD is' : 'past the default threshold';
+    return `This server is loaded (${projected.toFixed(2)}, ${whose} ${threshold}); retry shortly or on another node.`;
   }
 
   health(): Health {
-    const detail = `load ${this.figure.toFixed(2)}, threshold ${this.opts.threshold || 'off'}`;
-    return this.shedding ? { state: 'degraded', detail: `${detail}: taking no new calls` } : { state: 'ready', detail };
+    const { threshold, operatorSet } = this.opts;
+    const detail = `load ${this.figure.toFixed(2)}, threshold ${threshold ? `${threshold}${operatorSet ? '' : ' (default)'}` : 'off'}`;
+    if (!this.shedding) return { state: 'ready', detail };
+    return { state: 'degraded', detail: `${detail}: ${operatorSet ? 'taking no new calls' : 'new calls go to another node with room, else are taken here'}` };
   }
 
   private sample(): void {

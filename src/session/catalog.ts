@@ -1,4 +1,4 @@
-// What a call may ask for: the voices the existing clients offer and the models the server runs.
+// What a call may ask for: the voices the existing clients offer (the models are the operator's: config/models.ts).
 export type Gender = 'feminine' | 'masculine';
 
 export interface VoiceInfo {
@@ -27,21 +27,8 @@ export const VOICES: readonly VoiceInfo[] = VOICE_TABLE.split(',').map((entry) =
 /** Parley's default when a call names no voice: English, like the offline agent, spoken by flite. */
 export const DEFAULT_VOICE = 'Victoria';
 
-export interface ModelInfo {
-  id: string;
-  description: string;
-  /** The model this id runs (aliases point at the operator's default). */
-  runs: string;
-}
-
+/** The model a session names until it asks for one: the name the Orga clients send, an alias of the catalogue's default. */
 export const DEFAULT_MODEL = 'orga-1-beta';
-
-export const MODELS: readonly ModelInfo[] = [
-  { id: 'orga-1-beta', description: "The id the existing clients send; runs the operator's default model (LLM_BASE_URL when set, else parley-offline).", runs: 'default' },
-  { id: 'parley-offline', description: 'Built-in offline conversational model (rule-based, no weights).', runs: 'parley-offline' },
-  { id: 'echo', description: "Repeats the caller's words through the speech pipeline (for tests).", runs: 'echo' },
-  { id: 'audio-echo', description: "Plays the caller's audio back after a short delay (media-path tests and latency).", runs: 'audio-echo' },
-];
 
 export const DEFAULT_TEMPERATURE = 0.5;
 export const MODALITIES = ['audio', 'video'] as const;

@@ -81,3 +81,12 @@ export type CallEvent =
   | { type: 'recording.stopped'; reason: RecordingStopReason }
   // Something failed or was refused. `eventId`: the client event that caused it.
   | { type: 'error'; kind: ErrorKind; code: string; message: string; param?: string | null; eventId?: string; detail?: unknown };
+
+/**
+ * The `default` of a protocol's switch over a CallEvent's type: it type-checks only while every
+ * event has a case there, so an event added to CallEvent and forgotten by a protocol fails `tsc`.
+ * Nothing reaches it at run time.
+ */
+export function noEventLeft(event: never): void {
+  void event;
+}

@@ -1,7 +1,7 @@
 // The Orga clients' session parameters (`params` of a calls request, `data` of their
 // `session.update`): the schema, single source for validation, types and OpenAPI.
 import { Type, type Static } from '@sinclair/typebox';
-import { MODALITIES, MODELS, VOICES } from './catalog.js';
+import { MODALITIES, VOICES } from './catalog.js';
 
 export const MAX_INSTRUCTIONS = 32 * 1024;
 
@@ -12,10 +12,11 @@ const StringEnum = <T extends string>(values: readonly T[], description?: string
 const nullableString = (opts: { maxLength: number; description: string }) =>
   Type.Unsafe<string | null>({ type: ['string', 'null'], ...opts });
 
-export const CallParams = Type.Object(
+/** The params schema for a catalogue whose ids and aliases are `models` (the operator's, read at start). */
+export const callParamsSchema = (models: readonly string[]) => Type.Object(
   {
     voice: Type.Optional(StringEnum(VOICES.map((v) => v.name), 'Voice name; see GET /v1/realtime/voices.')),
-    model: Type.Optional(StringEnum(MODELS.map((m) => m.id), 'Model id; see GET /v1/realtime/models.')),
+    model: Type.Optional(StringEnum(models, 'Model id; see GET /v1/realtime/models.')),
     temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
     return_transcription: Type.Optional(Type.Boolean()),
     instructions: Type.Optional(nullableString({ maxLength: MAX_INSTRUCTIONS, description: 'System/persona instructions.' })),
@@ -25,4 +26,4 @@ export const CallParams = Type.Object(
   },
   { title: 'CallParams', description: 'Session parameters; unknown fields are ignored.' },
 );
-export type CallParamsInput = Static<typeof CallParams>;
+export type CallParamsInput = Static<ReturnType<typeof callParamsSchema>>;

@@ -1,13 +1,15 @@
-// The dialogs of answered (or ringing) calls, and what we send inside them: our 2xx, resent over
-// UDP until its ACK (RFC 3261 §13.3.1.4; the call ends without one), and our own requests — BYE
-// when a call ends here, REFER to transfer it (RFC 3515).
-import { randomBytes } from 'node:crypto';
+// The dialogs of answered (or ringing) calls, each from its opening to its retirement: opened from a
+// caller's INVITE we answer (RFC 3261 §12.1.1) or from the 2xx to ours (§12.1.2, ACKed here, and
+// again for each retransmission of it); our 2xx resent over UDP until its ACK (§13.3.1.4; the call
+// ends without one); our own requests inside it — BYE when a call ends here, REFER to transfer it
+// (RFC 3515); and, however it ends (our BYE, theirs, the call's end), kept a transaction's time for
+// late retransmissions to find, then forgotten.
 import type { SipTransport } from '../calls/sip/sipTransport.js';
 import type { ClientTransactions } from './clientTransactions.js';
 import { ALLOW, CALL_ID_HEADER, type SipCore } from './core.js';
 import type { Peer } from './listener.js';
-import { param, writeMessage, type SipRequest } from './message.js';
-import { responseTo, type Headers } from './responses.js';
+import { param, uriOf, writeMessage, type SipRequest, type SipResponse } from './message.js';
+import { newBranch, responseTo, withTag, type Headers } from './responses.js';
 import type { InviteServerTransaction } from './serverTransactions.js';
 import { T1_MS, T2_MS, TRANSACTION_MS } from './timers.js';
 
@@ -28,7 +30,28 @@ export interface Dialog {
   sdpVersion: number;
   /** The 2xx we retransmit until its ACK: its timers (the copies, then 64·T1) and its CSeq. */
   unacked?: { timers: Set<NodeJS.Timeout>; cseq: number };
+  /** Our ACK of the callee's 2xx (a dialog we opened as caller), sent again for each retransmission of that 2xx. */
+  ack?: Buffer;
   ended: boolean;
+}
+
+/**
+ * What a dialog opens from: a caller's INVITE that we answer, with our To tag (§12.1.1), or the 2xx
+ * to our INVITE (§12.1.2) with what that INVITE said: its Request-URI, our tagged From, its CSeq.
+ */
+export type DialogOrigin =
+  | { side: 'callee'; invite: SipRequest; contact: string; localTag: string }
+  | { side: 'caller'; answer: SipResponse; invite: { uri: string; from: string; localTag: string; cseq: number } };
+
+/** The call a dialog carries: its ids, its media, and its end (the dialog is retired then). */
+export interface DialogCall {
+  conversationId: string;
+  peer: Peer;
+  transport: SipTransport;
+  /** Our SDP's session id, which its later answers keep (RFC 3264 §8). */
+  sessionId: number;
+  /** Told when the call ends; a call that ended already tells nothing (the dialog's own end retires it). */
+  observe(observer: { ended(): void }): void;
 }
 
 export class Dialogs {
@@ -39,8 +62,36 @@ export class Dialogs {
     private readonly requests: ClientTransactions,
   ) {}
 
-  add(dialog: Dialog): void {
+  /**
+   * Opens a dialog and keeps it until it is retired, a transaction's time after it ends however it
+   * ends. Opened from the 2xx to our INVITE, it ACKs that 2xx.
+   */
+  open(origin: DialogOrigin, call: DialogCall): Dialog {
+    const { conversationId, peer, transport, sessionId } = call;
+    const common = { conversationId, peer, transport, sessionId, sdpVersion: 1, ended: false };
+    let dialog: Dialog;
+    if (origin.side === 'callee') {
+      const { invite, contact, localTag } = origin;
+      const routeSet = invite.headers.all('record-route');
+      dialog = { ...common, callId: invite.callId, localTag, localUri: withTag(invite.to, localTag), remoteUri: invite.from, remoteTarget: uriOf(contact), routeSet, localSeq: 0 };
+    } else {
+      const { answer, invite } = origin;
+      const contact = answer.headers.get('contact');
+      // The route set is the 2xx's Record-Route, reversed (§12.1.2).
+      const routeSet = answer.headers.all('record-route').flatMap(splitRoutes).reverse();
+      dialog = { ...common, callId: answer.callId, localTag: invite.localTag, localUri: invite.from, remoteUri: answer.to, remoteTarget: contact ? uriOf(contact) : invite.uri, routeSet, localSeq: invite.cseq };
+      // The 2xx's ACK is the dialog's own, a transaction of its own (§13.2.2.4): through its route set, to its target.
+      dialog.ack = this.write(dialog, 'ACK', invite.cseq, newBranch());
+    }
     this.table.set(dialogKey(dialog.callId, dialog.localTag), dialog);
+    call.observe({ ended: () => this.end(dialog) });
+    if (dialog.ack) this.acknowledge(dialog);
+    return dialog;
+  }
+
+  /** ACKs the callee's 2xx (again: it resends its 2xx until our ACK reaches it). */
+  acknowledge(dialog: Dialog): void {
+    if (dialog.ack) this.core.send(dialog.peer, dialog.ack);
   }
 
   /** The dialog `req` is inside (by its Call-ID and our tag in its To), if any. */
@@ -92,8 +143,7 @@ export class Dialogs {
   /** Ends a dialog from our side: BYE, retransmitted over UDP until answered. */
   hangUp(dialog: Dialog): void {
     if (dialog.ended) return;
-    dialog.ended = true;
-    if (dialog.unacked) this.stopResending(dialog.unacked);
+    this.end(dialog);
     this.request(dialog, 'BYE');
   }
 
@@ -110,11 +160,20 @@ export class Dialogs {
     });
   }
 
-  /** The call ended: its dialog is kept a transaction's time, for retransmitted BYEs to find. */
-  forget(dialog: Dialog): void {
-    if (dialog.unacked) this.stopResending(dialog.unacked);
+  /**
+   * The dialog ended (our BYE, the caller's, the call's end): no more copies of our 2xx, and it is
+   * kept a transaction's time, for retransmitted requests to find, then forgotten.
+   */
+  end(dialog: Dialog): void {
+    if (dialog.ended) return;
     dialog.ended = true;
+    if (dialog.unacked) this.stopResending(dialog.unacked);
     setTimeout(() => this.table.delete(dialogKey(dialog.callId, dialog.localTag)), TRANSACTION_MS).unref();
+  }
+
+  /** Dialogs open or ending (retired ones are gone). */
+  get size(): number {
+    return this.table.size;
   }
 
   close(): void {
@@ -122,27 +181,36 @@ export class Dialogs {
   }
 
   /** No more copies of a 2xx (its ACK came, or the dialog ended). */
-  stopResending(unacked: NonNullable<Dialog['unacked']>): void {
+  private stopResending(unacked: NonNullable<Dialog['unacked']>): void {
     for (const timer of unacked.timers) clearTimeout(timer);
     unacked.timers.clear();
   }
 
   /** Sends `method` inside `dialog`, retransmitted over UDP until a final response, which `onFinal` is told. */
   private request(dialog: Dialog, method: string, extra: Headers = [], onFinal?: (status: number) => void): void {
-    const branch = 'z9hG4bK' + randomBytes(8).toString('hex');
+    const branch = newBranch();
+    this.requests.start(dialog.peer, branch, this.write(dialog, method, ++dialog.localSeq, branch, extra), onFinal);
+  }
+
+  /** A request inside `dialog` (§12.2.1.1): to its remote target, through its route set. */
+  private write(dialog: Dialog, method: string, seq: number, branch: string, extra: Headers = []): Buffer {
     const via = `SIP/2.0/${dialog.peer.transport.toUpperCase()} ${this.core.hostPortFor(dialog.peer)};branch=${branch};rport`;
-    const bytes = writeMessage(`${method} ${dialog.remoteTarget} SIP/2.0`, [
+    return writeMessage(`${method} ${dialog.remoteTarget} SIP/2.0`, [
       ['Via', via],
       ['Max-Forwards', '70'],
       ...dialog.routeSet.map((r): [string, string] => ['Route', r]),
       ['From', dialog.localUri],
       ['To', dialog.remoteUri],
       ['Call-ID', dialog.callId],
-      ['CSeq', `${++dialog.localSeq} ${method}`],
+      ['CSeq', `${seq} ${method}`],
       ...extra,
     ]);
-    this.requests.start(dialog.peer, branch, bytes, onFinal);
   }
 }
 
 const dialogKey = (callId: string, localTag: string) => `${callId}|${localTag}`;
+
+/** A Record-Route header's entries (one header may carry several, comma-separated). */
+function splitRoutes(value: string): string[] {
+  return value.split(/,(?=\s*<)/).map((r) => r.trim()).filter(Boolean);
+}

@@ -39,8 +39,7 @@ export class InDialogRequests {
     const dialog = this.dialogs.of(req);
     if (!dialog || dialog.ended) return this.core.respond(req, peer, 481, 'Call/Transaction Does Not Exist', tx);
     this.core.respond(req, peer, 200, 'OK', tx);
-    dialog.ended = true;
-    if (dialog.unacked) this.dialogs.stopResending(dialog.unacked);
+    this.dialogs.end(dialog);
     dialog.transport.callerEnded('hangup');
   }
 

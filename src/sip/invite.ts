@@ -1,22 +1,21 @@
 // A new call's INVITE: the source's INVITE limit, the caller's admission, the SDP offer read, the
 // call created on a SipTransport, then it rings (180) while the routing decides what it becomes —
 // answered (200 with our SDP), rejected, or redirected (302).
-import { RETRY_AFTER_SECONDS } from '../calls/admission.js';
-import { CallCapacityExceeded, CallLimitExceeded } from '../calls/callManager.js';
+import { openCall, type Refusal } from '../calls/door.js';
 import { readOffer, writeAnswer } from '../calls/sip/sdp.js';
 import { SipTransport } from '../calls/sip/sipTransport.js';
-import { TransportRejected } from '../calls/transport.js';
 import { contains } from '../system/cidr.js';
 import { randomId } from '../system/ids.js';
 import { callerAdmission, refuseUnauthenticated } from './callerAdmission.js';
 import { CALL_ID_HEADER, type SipCore } from './core.js';
 import type { Dialog, Dialogs } from './dialogs.js';
+import { sipRefusal } from './doorRefusals.js';
 import type { Peer } from './listener.js';
 import { uriOf, userOf, type SipRequest } from './message.js';
-import { randomTag, reasonPhrase, withTag } from './responses.js';
+import { randomTag, reasonPhrase } from './responses.js';
 import type { InviteServerTransaction } from './serverTransactions.js';
 import { TRANSACTION_MS } from './timers.js';
-import type { RouteOutcome } from '../calls/sip/sipRouting.js';
+import type { RouteOutcome } from './routing.js';
 
 export class InviteHandler {
   constructor(
@@ -38,7 +37,7 @@ export class InviteHandler {
     }
     const verdict = await callerAdmission(opts, req, peer.address);
     if (verdict !== 'admitted') return refuseUnauthenticated(this.core, req, peer, tx, verdict);
-    if (calls.isDraining) return respond(req, peer, 503, 'Service Unavailable', tx, [['Retry-After', '5']]);
+    if (calls.isDraining) return this.refuse(req, peer, tx, { kind: 'draining', message: 'shutting down' });
     // An INVITE must name where the dialog's requests go (§8.1.1.8); an RFC 2543 one (no branch
     // cookie) need not, and its From says it (RFC 4475 §3.4.1).
     const contact = req.headers.get('contact') ?? (req.branch.startsWith('z9hG4bK') ? undefined : req.from);
@@ -55,56 +54,31 @@ export class InviteHandler {
       log.warn('SIP call refused: no active API key owns SIP calls (create one, or set SIP_API_KEY_ID)');
       return respond(req, peer, 503, 'Service Unavailable', tx);
     }
-    const transport = await SipTransport.open(opts.host, opts.media, offer.offer);
     const localTag = randomTag();
     const sessionId = Date.now() % 1e9;
+    // Its RTP sockets are opened once the call is admitted.
+    let transport!: SipTransport;
     const answer = () => writeAnswer({ sessionId, version: 1, address: opts.announcedAddress, rtpPort: transport.rtpPort, rtcpPort: transport.rtcpPort, offer: offer.offer, localCrypto: transport.localCrypto });
-    let conversationId: string;
-    try {
-      ({ conversationId } = await calls.create(
-        // It may ring for the routing's time, then wait 64·T1 for the ACK of its 200 (dialogs.ts ends it then).
-        { apiKeyId, tokenId: randomId('sip_'), door: 'sip', endUser: userOf(req.from) || null, session: opts.session(), protocol: 'openai', connectTimeoutMs: opts.routing.timeoutMs + TRANSACTION_MS + 5000 },
-        () => ({ transport, accept: async () => answer() }),
-      ));
-    } catch (err) {
-      await transport.close();
-      // The node (or SIP's half-open budget) full, or draining: 503, for a trunk to try elsewhere; the owning key at its own limit: busy.
-      if (err instanceof CallCapacityExceeded) {
-        // Another node with room: 302 to it (RFC 3261 §21.3.3), the number asked for kept, so that
-        // the caller (a trunk, a proxy, a phone) places the call there; else 503 to try elsewhere.
-        const elsewhere = calls.isDraining ? undefined : await opts.elsewhere?.().catch(() => undefined);
-        if (elsewhere) {
-          const user = userOf(req.uri);
-          return respond(req, peer, 302, 'Moved Temporarily', tx, [['Contact', `<sip:${user ? `${user}@` : ''}${elsewhere}>`]]);
-        }
-        return respond(req, peer, 503, 'Service Unavailable', tx, [['Retry-After', String(RETRY_AFTER_SECONDS)]]);
-      }
-      if (err instanceof CallLimitExceeded) return respond(req, peer, 486, 'Busy Here', tx);
-      if (err instanceof TransportRejected) return respond(req, peer, 488, 'Not Acceptable Here', tx);
-      throw err;
-    }
-    const call = calls.get(conversationId);
-    if (tx.cancelled || !call) {
-      void call?.end('cancelled');
+    const { elsewhere } = opts;
+    const opened = await openCall(calls, {
+      // A phone has no channel for the event protocol. It counts against SIP's own half-open budget
+      // while it rings for the routing's time, then waits 64·T1 for the ACK of its 200 (dialogs.ts ends it then).
+      request: { apiKeyId, tokenId: randomId('sip_'), halfOpenBudget: 'sip', endUser: userOf(req.from) || null, session: opts.session(), connectTimeoutMs: opts.routing.timeoutMs + TRANSACTION_MS + 5000 },
+      open: async () => {
+        transport = await SipTransport.open(opts.host, opts.media, offer.offer);
+        return { transport, accept: async () => answer() };
+      },
+      // A full or loaded node redirects the caller to another node with room (sip/start.ts).
+      ...(elsewhere ? { elsewhere: () => elsewhere().catch(() => undefined) } : {}),
+    });
+    if (!opened.ok) return this.refuse(req, peer, tx, opened.refusal);
+    const { call } = opened;
+    const conversationId = call.id;
+    if (tx.cancelled || call.state === 'ended' || call.state === 'failed') {
+      void call.end('cancelled');
       return respond(req, peer, 487, 'Request Terminated', tx, [], localTag);
     }
-    const dialog: Dialog = {
-      conversationId,
-      callId: req.callId,
-      localTag,
-      localUri: withTag(req.to, localTag),
-      remoteUri: req.from,
-      remoteTarget: uriOf(contact),
-      routeSet: req.headers.all('record-route'),
-      peer,
-      localSeq: 0,
-      transport,
-      sessionId,
-      sdpVersion: 1,
-      ended: false,
-    };
-    this.dialogs.add(dialog);
-    call.observe({ ended: () => void this.dialogs.forget(dialog) });
+    const dialog = this.dialogs.open({ side: 'callee', invite: req, contact, localTag }, { conversationId, peer, transport, sessionId, observe: (o) => call.observe(o) });
     respond(req, peer, 180, 'Ringing', tx, [[CALL_ID_HEADER, conversationId]], localTag);
     // A call ended while it rings (hung up through the API, timed out) stops waiting too.
     tx.ringing = new AbortController();
@@ -113,6 +87,12 @@ export class InviteHandler {
     const outcome = await opts.routing.route({ callId: conversationId, apiKeyId, sipHeaders: sipHeadersOf(req) }, ringing.signal);
     tx.ringing = undefined;
     this.routed(req, dialog, tx, outcome, answer);
+  }
+
+  /** The final response to an INVITE whose call was not opened (doorRefusals.ts). */
+  private refuse(req: SipRequest, peer: Peer, tx: InviteServerTransaction, refusal: Refusal<string>): void {
+    const { status, reason, headers } = sipRefusal(refusal, userOf(req.uri));
+    this.core.respond(req, peer, status, reason, tx, headers);
   }
 
   /** Carries out what became of a ringing call. */

@@ -7,33 +7,16 @@
 // answers the agent speaks first, unless told to wait for the callee.
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { CallCapacityExceeded, CallLimitExceeded } from '../calls/callManager.js';
-import type { DialRefusal, DialRequest, DialResult, SipDialer } from '../calls/sip/sipDialer.js';
+import { openCall } from '../calls/door.js';
+import type { DialRefusal, DialRequest, DialResult, SipDialer } from './dialer.js';
 import { SipTransport } from '../calls/sip/sipTransport.js';
-import type { SipOutboundAllow, SipTrunkSetting } from '../config/env.js';
 import { randomId } from '../system/ids.js';
-import type { ClientTransactions } from './clientTransactions.js';
-import type { SipCore } from './core.js';
-import type { Dialogs } from './dialogs.js';
 import type { Peer } from './listener.js';
-import type { SipResponse } from './message.js';
-import { OutboundInvite, type InviteFailure, type InviteTarget } from './outboundInvite.js';
+import type { OutboundOptions } from './options.js';
+import { OutboundInvite } from './outboundInvite.js';
+import type { InviteTarget, UacParts } from './uac.js';
 import { hostPort } from './responses.js';
 import { TRANSACTION_MS } from './timers.js';
-
-export interface OutboundOptions {
-  trunk: SipTrunkSetting | undefined;
-  callerId: string;
-  allow: SipOutboundAllow;
-  maxCalls: number;
-  maxCallsPerKey: number;
-  /** Counts an attempt of key `apiKeyId` (SIP_OUTBOUND rate limit); unset: no limit. */
-  attemptLimit?: (apiKeyId: string) => Promise<{ allowed: boolean; retryAfterSeconds: number }>;
-  /** Told how each attempt went (for parley_sip_outbound_calls_total). */
-  counted: (outcome: OutboundOutcome) => void;
-}
-
-export type OutboundOutcome = 'placed' | 'refused' | 'answered' | InviteFailure;
 
 /**
  * A destination as the app wrote it, read. A SIP URI whose user part has no letter dials a number
@@ -45,30 +28,24 @@ export type Destination = { kind: 'number'; number: string } | { kind: 'uri'; ur
 export class OutboundCalls implements SipDialer {
   /** Live outbound calls' keys, by conversation id (for the caps). */
   private readonly live = new Map<string, string>();
-  /** Our INVITEs by Via branch, for their responses. */
-  private readonly byBranch = new Map<string, OutboundInvite>();
+  private readonly core: UacParts['core'];
+  private readonly dialogs: UacParts['dialogs'];
 
   constructor(
-    private readonly core: SipCore,
-    private readonly dialogs: Dialogs,
-    private readonly requests: ClientTransactions,
+    /** Where our INVITEs go through (their responses reach their transactions: sipServer.ts). */
+    private readonly parts: UacParts,
     private readonly opts: OutboundOptions,
-  ) {}
-
-  /** A response to one of our INVITEs; false when it is none of ours. */
-  received(res: SipResponse): boolean {
-    const invite = this.byBranch.get(res.branch);
-    if (!invite) return false;
-    invite.received(res);
-    return true;
+  ) {
+    this.core = parts.core;
+    this.dialogs = parts.dialogs;
   }
 
-  async dial(req: DialRequest): Promise<DialResult> {
-    const refused = (refusal: DialRefusal): DialResult => {
+  async dial<Placed = never>(req: DialRequest<Placed>): Promise<DialResult<Placed>> {
+    const refused = (refusal: DialRefusal): DialResult<Placed> => {
       this.opts.counted('refused');
       return { ok: false, refusal };
     };
-    if (this.opts.attemptLimit) {
+    if (this.opts.attemptLimit && !req.passedOn) {
       const decision = await this.opts.attemptLimit(req.apiKeyId);
       if (!decision.allowed) return refused({ status: 429, code: 'rate_limit_exceeded', message: 'Too many outbound call attempts for this API key; retry later.', retryAfterSeconds: decision.retryAfterSeconds });
     }
@@ -89,29 +66,31 @@ export class OutboundCalls implements SipDialer {
     if (!target.ok) return refused(target.refusal);
 
     const { calls, host, media, log } = this.core.opts;
-    const transport = await SipTransport.open(host, media);
-    let conversationId: string;
-    try {
-      ({ conversationId } = await calls.create(
-        // The call may ring for its ring timeout, then wait a transaction's time for the CANCEL's answer.
-        { apiKeyId: req.apiKeyId, tokenId: randomId('sip_'), door: 'sip', endUser: canonical, session: req.session, protocol: 'openai', connectTimeoutMs: req.ringTimeoutMs + TRANSACTION_MS + 5000 },
-        () => ({ transport, accept: async () => undefined }),
-      ));
-    } catch (err) {
-      await transport.close();
-      if (err instanceof CallLimitExceeded) return refused({ status: 429, code: 'rate_limit_exceeded', message: err.message, retryAfterSeconds: 5 });
-      if (err instanceof CallCapacityExceeded) return refused({ status: 503, code: 'server_busy', message: err.message, retryAfterSeconds: 5 });
-      throw err;
+    // Its RTP sockets are opened once the call is admitted.
+    let transport!: SipTransport;
+    const opened = await openCall(calls, {
+      // A phone has no channel for the event protocol. The call may ring for its ring timeout, then
+      // wait a transaction's time for the CANCEL's answer.
+      request: { apiKeyId: req.apiKeyId, tokenId: randomId('sip_'), halfOpenBudget: 'sip', endUser: canonical, session: req.session, connectTimeoutMs: req.ringTimeoutMs + TRANSACTION_MS + 5000 },
+      open: async () => {
+        transport = await SipTransport.open(host, media);
+        return { transport, accept: async () => undefined };
+      },
+      ...(req.elsewhere ? { elsewhere: req.elsewhere } : {}),
+    });
+    if (!opened.ok) {
+      // Placed by another node: counted there.
+      if (!('placed' in opened.refusal && opened.refusal.placed)) this.opts.counted('refused');
+      return { ok: false, call: opened.refusal };
     }
-    const call = calls.get(conversationId)!;
+    const { call } = opened;
+    const conversationId = call.id;
     this.live.set(conversationId, req.apiKeyId);
     const callLog = log.child({ conversation: conversationId });
     const invite = new OutboundInvite(
-      this.core,
-      this.dialogs,
-      this.requests,
+      this.parts,
       target.target,
-      { conversationId, transport, ringTimeoutMs: req.ringTimeoutMs },
+      { conversationId, transport, ringTimeoutMs: req.ringTimeoutMs, observe: (o) => call.observe(o) },
       {
         answered: (dialog) => {
           this.opts.counted('answered');
@@ -119,7 +98,6 @@ export class OutboundCalls implements SipDialer {
           // From now on the dialog ends it (BYE either way), and it can be transferred (REFER).
           transport.bindDialog({ hangUp: () => this.dialogs.hangUp(dialog) });
           this.core.opts.routing.answered(conversationId, req.apiKeyId, (to) => this.dialogs.transfer(dialog, to));
-          call.observe({ ended: () => void this.dialogs.forget(dialog) });
           transport.confirm();
           if (!req.waitForCallee) {
             const refusal = call.createResponse();
@@ -131,10 +109,6 @@ export class OutboundCalls implements SipDialer {
           callLog.info({ to: canonical, reason, status }, 'outbound SIP call not answered');
           transport.callerEnded(reason);
         },
-      },
-      {
-        add: (branch) => this.byBranch.set(branch, invite),
-        remove: (branch) => this.byBranch.delete(branch),
       },
     );
     // Until it is answered, a call ended here (hang-up, timeout, shutdown) cancels the INVITE.
@@ -183,10 +157,6 @@ export class OutboundCalls implements SipDialer {
     const credentials = trunksOwn && trunk?.user !== undefined ? { user: trunk.user, password: trunk.password ?? '' } : undefined;
     const peer: Peer = { transport: 'udp', address, port: hop.port };
     return { ok: true, target: { uri, peer, from: fromUri(trunk ? trunk.host : announcedAddress), ...(credentials ? { credentials } : {}) } };
-  }
-
-  close(): void {
-    this.byBranch.clear();
   }
 }
 

@@ -14,25 +14,11 @@ import type { SipCore } from './core.js';
 import { digestAnswer } from './digest.js';
 import type { Peer } from './listener.js';
 import { param, uriOf, writeMessage, type SipResponse } from './message.js';
+import type { RegistrationState } from './options.js';
 import { hostPort } from './responses.js';
 
 const FIRST_RETRY_MS = 2000;
 const LONGEST_RETRY_MS = 5 * 60_000;
-
-export type RegistrationStateName = 'registering' | 'registered' | 'failed';
-
-export interface RegistrationState {
-  /** The registrar, host:port. */
-  registrar: string;
-  user: string;
-  state: RegistrationStateName;
-  /** The last final status (408: no answer; 0: the registrar's name did not resolve). */
-  status?: number;
-  /** When the current registration lapses (unix ms), while registered. */
-  expiresAt?: number;
-  /** Failures in a row. */
-  failures: number;
-}
 
 class OutboundRegistration {
   private readonly callId = newCallId();

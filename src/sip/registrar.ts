@@ -5,12 +5,12 @@
 // removes them all. Digest as for calls (callerAdmission.ts): a wrong password is refused (403) and
 // counts toward its address's backoff (authBackoff.ts). REGISTERs are counted per source address
 // (outside SIP_TRUSTED_CIDRS) against RATE_LIMIT_SIP_REGISTERS_PER_IP: past it, 503 with Retry-After.
-import type { SipBindingStore } from '../storage/sipBindings.js';
 import { contains } from '../system/cidr.js';
 import { authenticate, refuseUnauthenticated } from './callerAdmission.js';
 import type { SipCore } from './core.js';
 import type { Peer } from './listener.js';
 import { param, uriOf, userOf, type SipRequest } from './message.js';
+import type { RegistrarOptions } from './options.js';
 import type { AnyServerTransaction } from './serverTransactions.js';
 
 /** Registrations asked for shorter than this are refused 423 (each refresh costs a store write). */
@@ -19,12 +19,6 @@ export const MIN_EXPIRES_SECONDS = 60;
 const DEFAULT_EXPIRES_SECONDS = 3600;
 /** Contacts one user may have registered at once (a phone, a softphone, a spare…). */
 const MAX_CONTACTS_PER_USER = 10;
-
-export interface RegistrarOptions {
-  bindings: Pick<SipBindingStore, 'of' | 'put' | 'remove'>;
-  /** Counts a REGISTER from an untrusted source address; unset: no limit. */
-  limit?: (address: string) => Promise<{ allowed: boolean; retryAfterSeconds: number }>;
-}
 
 export class Registrar {
   constructor(

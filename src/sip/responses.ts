@@ -47,6 +47,9 @@ export function reasonPhrase(status: number): string {
 
 export const randomTag = () => randomBytes(6).toString('hex');
 
+/** A Via branch of ours: RFC 3261's magic cookie, then enough randomness to be unique (§8.1.1.7). */
+export const newBranch = () => 'z9hG4bK' + randomBytes(8).toString('hex');
+
 export function withTag(header: string, tag: string): string {
   return `${header};tag=${tag}`;
 }

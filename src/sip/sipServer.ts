@@ -4,20 +4,22 @@
 // and each request goes to its transaction (serverTransactions.ts) and its handler: a new call's
 // INVITE (invite.ts), a request inside a dialog (inDialog.ts), or one answered here.
 import { ClientTransactions } from './clientTransactions.js';
-import { ALLOW, type SipCore, type SipServerOptions } from './core.js';
+import { ALLOW, type SipCore } from './core.js';
 import { Dialogs } from './dialogs.js';
 import { InDialogRequests } from './inDialog.js';
 import { InviteHandler } from './invite.js';
+import { InviteClientTransactions } from './inviteClientTransaction.js';
 import type { ListenerEvents, Peer, SipListener, SipPorts } from './listener.js';
 import { param, parseMessage, type SipRequest } from './message.js';
 import { hostPort, reasonPhrase, responseTo, type Headers } from './responses.js';
 import { OutboundCalls } from './outboundCalls.js';
-import { OutboundRegistrations, type RegistrationState } from './outboundRegistrations.js';
+import type { RegistrationState, SipServerOptions } from './options.js';
+import { OutboundRegistrations } from './outboundRegistrations.js';
 import { Registrar } from './registrar.js';
 import { refusalOf } from './requestChecks.js';
 import { InviteServerTransaction, ServerTransactions, type AnyServerTransaction } from './serverTransactions.js';
 
-export type { SipServerOptions } from './core.js';
+export type { SipServerOptions } from './options.js';
 
 /** SIP's methods (RFC 3261 and the registered extensions), whether we take them or not. */
 const KNOWN_METHODS = new Set(['INVITE', 'ACK', 'BYE', 'CANCEL', 'OPTIONS', 'REGISTER', 'INFO', 'MESSAGE', 'NOTIFY', 'PRACK', 'PUBLISH', 'REFER', 'SUBSCRIBE', 'UPDATE']);
@@ -26,6 +28,8 @@ export class SipServer implements SipCore {
   private listener!: SipListener;
   private readonly transactions = new ServerTransactions();
   private readonly requests: ClientTransactions = new ClientTransactions((peer, bytes) => this.send(peer, bytes));
+  /** Our INVITEs' client transactions (outbound calls'). */
+  private readonly invitesSent = new InviteClientTransactions((peer, bytes) => this.send(peer, bytes));
   private readonly dialogs = new Dialogs(this, this.requests);
   private readonly invites = new InviteHandler(this, this.dialogs);
   private readonly inDialog = new InDialogRequests(this, this.dialogs);
@@ -35,7 +39,7 @@ export class SipServer implements SipCore {
   private registrations!: OutboundRegistrations;
 
   private constructor(readonly opts: SipServerOptions) {
-    this.outbound = new OutboundCalls(this, this.dialogs, this.requests, opts.outbound);
+    this.outbound = new OutboundCalls({ core: this, invites: this.invitesSent, requests: this.requests, dialogs: this.dialogs }, opts.outbound);
   }
 
   /** Starts the server on the listener `listen` opens (its own sockets, or a relay from the workers' primary). */
@@ -62,7 +66,7 @@ export class SipServer implements SipCore {
 
   async close(): Promise<void> {
     this.registrations?.stop();
-    this.outbound.close();
+    this.invitesSent.close();
     this.requests.close();
     this.dialogs.close();
     this.transactions.close();
@@ -98,7 +102,7 @@ export class SipServer implements SipCore {
     const message = parsed.message;
     try {
       if (message.kind === 'response') {
-        if (message.cseq.method !== 'INVITE' || !this.outbound.received(message)) this.requests.received(message);
+        if (!this.invitesSent.received(message)) this.requests.received(message);
       }
       else this.requestReceived(message, peer);
     } catch (err) {

@@ -6,7 +6,13 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { openAiDefaultSession } from '../calls/protocol/openaiSession.js';
 import type { Config } from '../config/env.js';
-import type { Services } from '../services.js';
+import type { ApiKeyStore } from '../auth/apiKeys.js';
+import type { CallManager } from '../calls/callManager.js';
+import type { Placement } from '../calls/placement.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { ReadinessChecks } from '../observability/readiness.js';
+import type { SessionDefaults } from '../session/session.js';
+import type { SipBindingStore } from '../storage/sipBindings.js';
 import { openRateLimitStore } from '../storage/openRateLimitStore.js';
 import { blockList, contains } from '../system/cidr.js';
 import { StartupError, bindFailure } from '../system/startupError.js';
@@ -17,15 +23,34 @@ import { RelayedListener, relayedPorts } from './clusterRelay.js';
 import { SipBindError, SipSockets, type ListenerEvents, type SipSocketOptions } from './listener.js';
 import { hostPort } from './responses.js';
 import { SipServer } from './sipServer.js';
-import type { RegistrationState } from './outboundRegistrations.js';
+import type { RegistrationState } from './options.js';
+import type { SipDialerSlot } from './dialer.js';
+import type { SipRouting } from './routing.js';
 import type { Health } from '../observability/readiness.js';
 
 export interface SipDoor {
   close(): Promise<void>;
 }
 
+/** The node's parts the SIP door is handed (src/services.ts's Services has them all). */
+export interface SipDoorServices {
+  calls: CallManager;
+  placement: Placement;
+  apiKeys: Pick<ApiKeyStore, 'list'>;
+  sipBindings: SipBindingStore;
+  sessionDefaults: SessionDefaults;
+  /** Ringing calls waiting for the app's decision, which the HTTP door delivers. */
+  sipRouting: SipRouting;
+  /** Where this door puts its dialer for the HTTP door's outbound calls. */
+  sipDialer: SipDialerSlot;
+  metrics: Metrics;
+  readiness: ReadinessChecks;
+  /** Records where this door listens, for the other nodes' redirects. */
+  announceSip(address: string): Promise<void>;
+}
+
 /** The SIP front door (SIP_PORT set): its calls are owned by SIP_API_KEY_ID, else the oldest active key. */
-export async function startSipDoor(config: Config, services: Services, log: FastifyBaseLogger): Promise<SipDoor> {
+export async function startSipDoor(config: Config, services: SipDoorServices, log: FastifyBaseLogger): Promise<SipDoor> {
   const host = config.SIP_HOST || config.HOST;
   const wildcard = host === '0.0.0.0' || host === '::';
   // Our SDP must name an address the caller's RTP can reach: a wildcard names none.

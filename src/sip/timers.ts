@@ -6,5 +6,7 @@ export const T1_MS = 500;
 export const T2_MS = 4000;
 /** T4: how long a message may linger in the network. */
 export const T4_MS = 5000;
-/** 64·T1: when a transaction gives up (Timers B, F, H, J, L) and a 2xx's ACK is waited for. */
+/** 64·T1: when a transaction gives up (Timers B, F, H, J, L, M) and a 2xx's ACK is waited for. */
 export const TRANSACTION_MS = 64 * T1_MS;
+/** Timer D: how long an INVITE client transaction stays completed over UDP, ACKing a failure's retransmissions (0 over a stream). */
+export const TIMER_D_MS = 32_000;

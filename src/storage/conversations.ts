@@ -5,6 +5,15 @@ import { StoreUnavailable } from './unavailable.js';
 
 export type ConversationState = 'connecting' | 'active' | 'ended' | 'failed';
 
+/** A key's calls and what they used, summed (the console's keys page). */
+export interface KeyUsage {
+  calls: number;
+  input_tokens: number;
+  output_tokens: number;
+  caller_audio_s: number;
+  agent_audio_s: number;
+}
+
 export interface ConversationRecord {
   id: string;
   apiKeyId: string;
@@ -21,11 +30,25 @@ export interface ConversationRecord {
   recording: RecordingState | null;
   /** The front door it came through (webrtc, websocket, sip); null on old records. */
   transport: string | null;
-  /** An outbound SIP call's final INVITE status (200 answered, 486 busy, 487 unanswered…); null otherwise. */
-  sipStatus: number | null;
+  /** What its wire said of it, when it said anything (an outbound SIP call's final INVITE status); null otherwise. */
+  outcome: RecordedOutcome | null;
   /** Its usage and quality at its end (calls/callFigures.ts); null before, or when none were recorded. */
   usage: Record<string, unknown> | null;
   quality: Record<string, unknown> | null;
+}
+
+/**
+ * What a call's wire said of it, in its own terms (calls/transport.ts's WireOutcome): stored, and
+ * shown in the API and webhooks, as `sip_status` for the one wire that says anything, SIP.
+ */
+export interface RecordedOutcome {
+  wire: string;
+  code: number;
+}
+
+/** The `sip_status` the API and webhooks show for an outcome: a SIP call's final INVITE status, else null. */
+export function sipStatusOf(outcome: RecordedOutcome | null | undefined): number | null {
+  return outcome?.wire === 'sip' ? outcome.code : null;
 }
 
 /** What a call measured of itself, recorded with its end. */
@@ -60,7 +83,7 @@ interface UnwrittenEnd {
   reason: string;
   endedAt: string;
   figures?: RecordedFigures;
-  sipStatus?: number;
+  outcome?: RecordedOutcome;
 }
 
 export class ConversationStore {
@@ -113,8 +136,8 @@ export class ConversationStore {
    * Records the end once: later calls for the same conversation change nothing. While the database
    * is unavailable the end is kept (with its time) and written by `writeUnwrittenEnds`.
    */
-  async finish(id: string, state: 'ended' | 'failed', reason: string, figures?: RecordedFigures, sipStatus?: number): Promise<void> {
-    const end: UnwrittenEnd = { state, reason, endedAt: new Date().toISOString(), ...(figures ? { figures } : {}), ...(sipStatus === undefined ? {} : { sipStatus }) };
+  async finish(id: string, state: 'ended' | 'failed', reason: string, figures?: RecordedFigures, outcome?: RecordedOutcome): Promise<void> {
+    const end: UnwrittenEnd = { state, reason, endedAt: new Date().toISOString(), ...(figures ? { figures } : {}), ...(outcome ? { outcome } : {}) };
     try {
       await this.writeEnd(id, end);
     } catch (err) {
@@ -145,7 +168,7 @@ export class ConversationStore {
         state: end.state,
         end_reason: end.reason,
         ended_at: end.endedAt,
-        ...(end.sipStatus === undefined ? {} : { sip_status: end.sipStatus }),
+        ...(sipStatusOf(end.outcome) === null ? {} : { sip_status: sipStatusOf(end.outcome) }),
         ...(end.figures ? { usage: JSON.stringify(end.figures.usage), quality: end.figures.quality && JSON.stringify(end.figures.quality) } : {}),
       })
       .where('id', '=', id)
@@ -199,6 +222,30 @@ export class ConversationStore {
     return rows.map(toRecord);
   }
 
+  /**
+   * Each key's usage summed over its calls that ended since `since` (ISO time): tokens, audio
+   * seconds and calls. Reads at most `maxCalls` of the latest (the console's view, not billing).
+   */
+  async usageByKey(since: string, maxCalls = 50_000): Promise<Map<string, KeyUsage>> {
+    const rows = await this.db
+      .selectFrom('conversations')
+      .select(['api_key_id', 'usage'])
+      .where('ended_at', '>=', since)
+      .orderBy('ended_at', 'desc')
+      .limit(maxCalls)
+      .execute();
+    const out = new Map<string, KeyUsage>();
+    for (const row of rows) {
+      const sum = out.get(row.api_key_id) ?? { calls: 0, input_tokens: 0, output_tokens: 0, caller_audio_s: 0, agent_audio_s: 0 };
+      out.set(row.api_key_id, sum);
+      sum.calls += 1;
+      if (row.usage === null) continue;
+      const u = JSON.parse(row.usage) as Partial<Record<keyof KeyUsage, number>>;
+      for (const field of ['input_tokens', 'output_tokens', 'caller_audio_s', 'agent_audio_s'] as const) sum[field] += typeof u[field] === 'number' ? u[field] : 0;
+    }
+    return out;
+  }
+
   async turns(threadId: string): Promise<StoredTurn[]> {
     const rows = await this.db.selectFrom('conversation_items').selectAll().where('thread_id', '=', threadId).orderBy('seq').execute();
     return rows.map((r) => ({ role: r.role as StoredTurn['role'], text: r.text, createdAt: r.created_at, ...(r.image ? { image: r.image } : {}) }));
@@ -225,7 +272,7 @@ function toRecord(row: ConversationsTable): ConversationRecord {
     connectedAt: row.connected_at,
     endedAt: row.ended_at,
     nodeId: row.node_id,
-    sipStatus: row.sip_status ?? null,
+    outcome: row.sip_status == null ? null : { wire: 'sip', code: row.sip_status },
     usage: row.usage === null ? null : (JSON.parse(row.usage) as Record<string, unknown>),
     quality: row.quality === null ? null : (JSON.parse(row.quality) as Record<string, unknown>),
     recording: (row.recording as RecordingState | null) ?? null,

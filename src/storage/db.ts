@@ -263,11 +263,16 @@ async function dialectFor(url: string, log?: DatabaseLog): Promise<Dialect> {
     query_timeout: 10_000,
     keepAlive: true,
   });
-  // Idle connections die when the server stops or restarts; without a listener that error would
-  // end the process. The pool drops them and reconnects on the next query.
-  pool.on('error', (err) => {
-    log?.warn({ err: err.message }, 'PostgreSQL connection lost');
+  // Connections die when the server stops, restarts or fails over, and a pg Client with no 'error'
+  // listener then ends the process. The pool listens only while a client is idle; a client checked
+  // out with no query running (between Kysely's acquire and its query, a migration's held
+  // connection) had none. So every client gets its own listener for its whole life; the pool drops
+  // a dead client at its release and connects anew on the next query.
+  pool.on('connect', (client) => {
+    client.on('error', (err) => log?.warn({ err: err.message }, 'PostgreSQL connection lost'));
   });
+  // Still needed: the pool re-emits an idle client's error, and an unheard 'error' would throw.
+  pool.on('error', () => {});
   return new PostgresDialect({ pool });
 }
 

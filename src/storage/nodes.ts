@@ -7,7 +7,8 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Db, NodesTable } from './db.js';
 
-const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+/** Parley's version (package.json). */
+export const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 /** Facts a node reports with each heartbeat; other parts extend NodesTable and add theirs here. */
 export type NodeFacts = Partial<Omit<NodesTable, 'id' | 'started_at' | 'heartbeat_at' | 'stopped_at'>>;

@@ -4,8 +4,10 @@
 // the others' deliveries. 2xx: delivered; 410: the endpoint is disabled; anything else is retried
 // (backoff.ts), a destination the outbound policy refuses too (never sent: the DNS, or the allow
 // list, may change back). Secrets are never logged.
+import { SpanKind } from '@opentelemetry/api';
 import type { FastifyBaseLogger } from 'fastify';
 import { Webhook } from 'standardwebhooks';
+import { startSpan, type SpanParent, type TraceSpan } from '../observability/tracing.js';
 import { OutboundRefused, outboundRequest, type OutboundGuard } from '../system/outboundRequest.js';
 import { nextAttemptAt } from './backoff.js';
 import type { WebhookEndpointStore } from './endpoints.js';
@@ -30,6 +32,8 @@ export interface DispatcherOptions {
   attempted?: (outcome: string) => void;
   /** Which addresses a delivery may connect to. */
   guard: OutboundGuard;
+  /** Where each attempt's span begins a trace (traces on); none: not traced. */
+  trace?: SpanParent;
 }
 
 export class WebhookDispatcher {
@@ -110,26 +114,58 @@ export class WebhookDispatcher {
     }
   }
 
+  /** One attempt of a delivery, as a span of its own (its receiver's address, never its URL: a path may hold a token). */
   private async attempt(delivery: Delivery): Promise<void> {
+    const span = startSpan(
+      this.opts.trace,
+      'webhook.delivery',
+      {
+        'http.request.method': 'POST',
+        ...(this.opts.trace ? serverOf(delivery.url) : {}),
+        'parley.webhook.event_id': delivery.eventId,
+        'parley.webhook.event_type': delivery.eventType,
+        'parley.webhook.endpoint_id': delivery.endpointId,
+        'parley.webhook.attempt': delivery.attempts,
+        'parley.api_key.id': delivery.apiKeyId,
+      },
+      SpanKind.CLIENT,
+    );
+    try {
+      await this.deliver(delivery, span);
+    } catch (err) {
+      span.fail(err);
+      throw err;
+    } finally {
+      span.end();
+    }
+  }
+
+  private async deliver(delivery: Delivery, span: TraceSpan): Promise<void> {
+    const attempted = (outcome: string) => {
+      span.set({ 'parley.webhook.outcome': outcome });
+      this.opts.attempted?.(outcome);
+    };
     const secret = await this.endpoints.secretOf(delivery.endpointId);
     if (!secret) {
-      this.opts.attempted?.('disabled');
+      attempted('disabled');
       return this.outbox.dropped(delivery.id, 'endpoint removed or disabled');
     }
     const outcome = await post(delivery, secret, this.opts.timeoutMs, this.opts.guard);
+    if (outcome.statusCode !== null) span.set({ 'http.response.status_code': outcome.statusCode });
     if (outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300) {
-      this.opts.attempted?.('delivered');
+      attempted('delivered');
       return this.outbox.delivered(delivery.id, outcome.statusCode);
     }
+    span.fail(new Error(outcome.error));
     if (outcome.statusCode === 410) {
-      this.opts.attempted?.('disabled');
-      this.log.warn({ endpoint: delivery.endpointId }, 'webhook endpoint answered 410 Gone: disabled');
+      attempted('disabled');
+      this.log.warn({ endpoint: delivery.endpointId, ...span.logFields }, 'webhook endpoint answered 410 Gone: disabled');
       await this.outbox.attemptFailed(delivery.id, { statusCode: 410, error: 'endpoint answered 410 Gone' }, null);
       return this.endpoints.disable(delivery.endpointId);
     }
     const next = nextAttemptAt(Date.parse(delivery.createdAt), delivery.attempts, this.opts.retryMaxMs);
-    this.opts.attempted?.(next === null ? 'failed' : 'retry');
-    if (next === null) this.log.warn({ endpoint: delivery.endpointId, event: delivery.eventId, error: outcome.error }, 'webhook delivery given up');
+    attempted(next === null ? 'failed' : 'retry');
+    if (next === null) this.log.warn({ endpoint: delivery.endpointId, event: delivery.eventId, error: outcome.error, ...span.logFields }, 'webhook delivery given up');
     await this.outbox.attemptFailed(delivery.id, outcome, next);
   }
 }
@@ -163,6 +199,16 @@ async function post(delivery: Delivery, secret: string, timeoutMs: number, guard
     if (err instanceof OutboundRefused) return { statusCode: null, error: `refused, not sent: ${e.message}` };
     const error = e.name === 'TimeoutError' || e.name === 'AbortError' ? `no answer within ${timeoutMs} ms` : (e.code ?? e.message);
     return { statusCode: null, error };
+  }
+}
+
+/** The receiver's host and port, as a span names them (nothing for a URL that does not parse: the attempt says why). */
+function serverOf(raw: string): { 'server.address'?: string; 'server.port'?: number } {
+  try {
+    const url = new URL(raw);
+    return { 'server.address': url.hostname, 'server.port': Number(url.port) || (url.protocol === 'https:' ? 443 : 80) };
+  } catch {
+    return {};
   }
 }
 

@@ -3,7 +3,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { Call } from '../calls/call.js';
 import type { WebhookEventType } from '../config/webhookEventTypes.js';
-import type { ConversationRecord } from '../storage/conversations.js';
+import { sipStatusOf, type ConversationRecord } from '../storage/conversations.js';
 import { CallQualitySchema, CallUsageSchema } from '../calls/callFigures.js';
 
 /** When a call was created, connected and ended (unix ms), as its webhook observer saw it. */
@@ -102,7 +102,7 @@ export function callEndedData(call: Call, times: CallTimes): Static<typeof CallE
     ended_at: seconds(times.endedAt),
     // Connected time: zero for a call that never connected.
     duration_s: times.connectedAt === null ? 0 : Math.round(times.endedAt - times.connectedAt) / 1000,
-    sip_status: call.sipStatus ?? null,
+    sip_status: sipStatusOf(call.wireOutcome),
     // Audio seconds each way and model tokens; the wire's loss, jitter, round trips and bitrates (null when it never connected).
     ...call.figures(),
   };
@@ -125,7 +125,7 @@ export function lostCallData(record: ConversationRecord): Static<typeof CallEnde
     started_at: seconds(startedAt),
     connected_at: connectedAt === null ? null : seconds(connectedAt),
     ended_at: seconds(endedAt),
-    sip_status: record.sipStatus,
+    sip_status: sipStatusOf(record.outcome),
     duration_s: connectedAt === null ? 0 : Math.round(endedAt - connectedAt) / 1000,
     usage: { caller_audio_s: 0, agent_audio_s: 0, input_tokens: 0, output_tokens: 0, video_frames_received: 0, video_frames_to_model: 0 },
     quality: null,

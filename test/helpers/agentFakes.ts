@@ -8,7 +8,7 @@ import { defaultSession, type Session } from '../../src/session/session.ts';
 import type { ReplyChunk, ReplyModel, ReplyRequest } from '../../src/agent/llm/types.ts';
 import type { SpeakerStream } from '../../src/agent/stages.ts';
 import type { SpokenChunk } from '../../src/agent/tts/types.ts';
-import type { AgentContext, ConversationTurn } from '../../src/agent/types.ts';
+import type { AgentContext, AgentFactory, ConversationTurn, ModelChooser } from '../../src/agent/types.ts';
 
 /** Audio out whose queue the test plays with `play(ms)`. */
 export class FakeAudioOut implements AudioOut {
@@ -98,6 +98,7 @@ export function fakeSpeaker(msPerClause = 1000) {
 export function fakeContext(session: Partial<Session> = {}) {
   const events: CallEvent[] = [];
   const turns: ConversationTurn[] = [];
+  const failures: { code: string; message: string }[] = [];
   const audio = new FakeAudioOut();
   const conversation = new Conversation();
   const current: Session = {
@@ -106,13 +107,15 @@ export function fakeContext(session: Partial<Session> = {}) {
   };
   const ctx: AgentContext = {
     conversationId: 'conv_test',
+    apiKeyId: 'key_test',
     session: () => current,
     audio,
     conversation,
     emit: (e) => events.push(e),
     turnCompleted: (t) => turns.push(t),
+    modelFailed: (f) => failures.push(f),
   };
-  return { ctx, events, turns, audio, conversation, session: current, types: () => events.map((e) => e.type) };
+  return { ctx, events, turns, failures, audio, conversation, session: current, types: () => events.map((e) => e.type) };
 }
 
 /** Resolves once `check()` holds, letting pending promises run in between. */
@@ -122,4 +125,10 @@ export async function settle(check: () => boolean, what: string, turns = 1000): 
     await new Promise((r) => setImmediate(r));
   }
   throw new Error(`never: ${what}`);
+}
+
+/** A chooser that runs each model name on the factory `factoryFor` gives, with no fallbacks. */
+export function chooserOf(factoryFor: (model: string) => AgentFactory): ModelChooser {
+  const choice = (model: string) => ({ id: model, factory: factoryFor(model) });
+  return { choose: choice, forced: choice, allows: () => true, fallbackAfter: () => undefined, failed: () => {}, fellBack: () => {} };
 }

@@ -1,5 +1,5 @@
 // How long each test file took (its process's start included), for the slowest-files table in
-// bench/README.md: scripts/test.mjs feeds it the runner's events; as a node:test reporter it writes
+// bench/results/test-suite.md: scripts/test.mjs feeds it the runner's events; as a node:test reporter it writes
 // one JSON line {file, ms, tests, failed} per file.
 import { relative } from 'node:path';
 

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Admission, CallCapacityExceeded, CallLimitExceeded, type AdmissionCounts, type AdmissionLimits } from '../../src/calls/admission.ts';
 
-const LIMITS: AdmissionLimits = { maxCalls: 10, maxHalfOpen: 4, maxCallsPerKey: 5, maxHalfOpenPerKey: 2, maxCallsPerToken: 3, maxHalfOpenSip: 3 };
+const LIMITS: AdmissionLimits = { maxCalls: 10, maxHalfOpen: 4, maxCallsPerKey: 5, maxHalfOpenPerKey: 2, maxCallsPerToken: 3, ownHalfOpen: { sip: 3 } };
 
 let token = 0;
 const caller = (apiKeyId: string, tokenId = `tok_${++token}`) => ({ apiKeyId, tokenId });
@@ -71,7 +71,7 @@ test('the node limit: 503 for anyone, but a caller at its own limit hears 429 (n
 
 test('release gives every count back once, connected or not; 0 turns a limit off', () => {
   const seen: AdmissionCounts[] = [];
-  const a = new Admission({ maxCalls: 100, maxHalfOpen: 0, maxCallsPerKey: 0, maxHalfOpenPerKey: 0, maxCallsPerToken: 0, maxHalfOpenSip: 1 }, (c) => seen.push(c));
+  const a = new Admission({ maxCalls: 100, maxHalfOpen: 0, maxCallsPerKey: 0, maxHalfOpenPerKey: 0, maxCallsPerToken: 0, ownHalfOpen: { sip: 1 } }, (c) => seen.push(c));
   const t = caller('key_a', 'tok_one');
   const tickets = Array.from({ length: 50 }, () => a.admit(t));
   assert.deepEqual(a.counts, { calls: 50, halfOpen: 50 });
@@ -93,7 +93,7 @@ test('release gives every count back once, connected or not; 0 turns a limit off
 
 test("SIP calls connecting count against SIP's own budget: the key's other calls and the node's budget are untouched", () => {
   const a = new Admission(LIMITS);
-  const sip = (i: number) => ({ apiKeyId: 'key_a', tokenId: `sip_${i}`, door: 'sip' as const });
+  const sip = (i: number) => ({ apiKeyId: 'key_a', tokenId: `sip_${i}`, halfOpenBudget: 'sip' });
   for (let i = 0; i < 3; i++) a.admit(sip(i));
   const refused = refusalOf(() => a.admit(sip(3)));
   assert.ok(refused instanceof CallCapacityExceeded, 'past SIP\'s budget: the door is full (503), not the key');
@@ -107,8 +107,8 @@ test("SIP calls connecting count against SIP's own budget: the key's other calls
 });
 
 test('a SIP call that connects or ends gives its place in SIP\'s budget back', () => {
-  const a = new Admission({ ...LIMITS, maxHalfOpenSip: 1 });
-  const sip = { apiKeyId: 'key_a', tokenId: 'sip_1', door: 'sip' as const };
+  const a = new Admission({ ...LIMITS, ownHalfOpen: { sip: 1 } });
+  const sip = { apiKeyId: 'key_a', tokenId: 'sip_1', halfOpenBudget: 'sip' };
   a.admit(sip).connected();
   const ringing = a.admit({ ...sip, tokenId: 'sip_2' });
   assert.ok(refusalOf(() => a.admit({ ...sip, tokenId: 'sip_3' })) instanceof CallCapacityExceeded);

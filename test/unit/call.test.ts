@@ -13,7 +13,7 @@ import { bytesOnlyQuality } from '../../src/calls/callFigures.ts';
 import { Metrics } from '../../src/observability/metrics.ts';
 import { Conversation } from '../../src/session/conversation.ts';
 import { defaultSession, type Session } from '../../src/session/session.ts';
-import { FakeAudioOut } from '../helpers/agentFakes.ts';
+import { chooserOf, FakeAudioOut } from '../helpers/agentFakes.ts';
 
 /** What the fake wires share: the events they were given, the rates asked for, how they were closed. */
 abstract class FakeWire {
@@ -99,8 +99,8 @@ function makeCall<T extends FakeTransport | FakeEventAudioTransport = FakeTransp
     transport,
     session,
     conversation: new Conversation(),
-    agentFor: () => agent,
-    protocol: orgaProtocol,
+    models: chooserOf(() => agent),
+    protocol: orgaProtocol(['orga-1-beta', 'parley-offline', 'fast', 'slow']),
     timeouts,
     rates,
     log,
@@ -186,8 +186,8 @@ test('the transport delivers audio at the rate the agent declares, and again aft
     transport,
     session,
     conversation: new Conversation(),
-    agentFor: (model) => (model === 'fast' ? fast : slow),
-    protocol: orgaProtocol,
+    models: chooserOf((model) => (model === 'fast' ? fast : slow)),
+    protocol: orgaProtocol(['orga-1-beta', 'parley-offline', 'fast', 'slow']),
     timeouts,
     rates,
     log: recordingLog().log,

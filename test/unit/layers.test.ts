@@ -8,15 +8,19 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 import { test } from 'node:test';
 import ts from 'typescript';
 
-/** Top to bottom: entry points, the doors, what the doors use, down to the machine. */
+/**
+ * Top to bottom: entry points, the HTTP door, the node's parts wired together (which hold the SIP
+ * door's routing and dialer for the HTTP door to reach), the SIP door, what the doors use, down to
+ * the machine.
+ */
 const LAYERS = [
   'cli',
   'server.ts',
   'workers.ts',
   'startup.ts',
   'http',
-  'sip',
   'services.ts',
+  'sip',
   'webhooks',
   'calls',
   'recordings',
@@ -110,4 +114,36 @@ test("docs/architecture.md's Layout section names the layers in this order", () 
   assert.deepEqual(named, LAYERS, 'docs/architecture.md Layout: the "Imports run one way" line');
   const bullets = [...layout.matchAll(/^- `src\/([^/`]+)/gm)].map((m) => m[1]);
   assert.deepEqual(bullets, LAYERS, "docs/architecture.md Layout: the bullets' order");
+});
+
+/** Files that import each other, directly or round about (type-only imports too): each circle once, as `a → b → a`. */
+function fileCycles(sources: Sources): string[] {
+  const graph = new Map([...sources.keys()].map((file) => [file, importsOf(file, sources.get(file)!).filter((target) => sources.has(target))]));
+  const cycles: string[] = [];
+  const done = new Set<string>();
+  const path: string[] = [];
+  const visit = (file: string): void => {
+    const at = path.indexOf(file);
+    if (at >= 0) return void cycles.push([...path.slice(at), file].map((f) => `src/${f}`).join(' → '));
+    if (done.has(file)) return;
+    path.push(file);
+    for (const target of graph.get(file)!) visit(target);
+    path.pop();
+    done.add(file);
+  };
+  for (const file of graph.keys()) visit(file);
+  return cycles;
+}
+
+test('no file of src/ imports itself round about (a circle of type-only imports included)', () => {
+  const cycles = fileCycles(readSources(SRC));
+  assert.deepEqual(cycles, [], `import circles:\n${cycles.join('\n')}`);
+});
+
+test('a circle of type-only imports inside one folder is caught', () => {
+  const sources: Sources = new Map([
+    ['sip/core.ts', "import type { OutboundOptions } from './outboundCalls.js';"],
+    ['sip/outboundCalls.ts', "import type { SipCore } from './core.js';"],
+  ]);
+  assert.deepEqual(fileCycles(sources), ['src/sip/core.ts → src/sip/outboundCalls.ts → src/sip/core.ts']);
 });

@@ -11,6 +11,11 @@ test('a sample loads the node as much as its busiest resource', () => {
   assert.equal(loadOf({ eventLoopBusy: 0.1, machineCpu: 0.1, loopLagMs: LAG_AT_FULL_LOAD_MS / 2 }), 0.5);
 });
 
+test('the figure stays within 0–1: a loop later than LAG_AT_FULL_LOAD_MS, or a burst projected past a full load, is 1', () => {
+  assert.equal(loadOf({ eventLoopBusy: 0.3, machineCpu: 0.9, loopLagMs: 7.75 * LAG_AT_FULL_LOAD_MS }), 1);
+  assert.equal(projectedLoad(0.9, 10, 40), 1);
+});
+
 test('complexity steps down a level per sample under load, to the floor, and back up slowly after', () => {
   const c = new EncoderComplexity({ max: 5, min: 2, threshold: 0.75 });
   assert.equal(c.current, 5);
@@ -40,14 +45,14 @@ test('with load shedding off the complexity still follows the load, against a th
 test('a loaded node admits no call, from any door, and says why; it does again once the load falls', () => {
   let loaded: string | undefined = 'This server is loaded (0.91, its threshold LOAD_THRESHOLD is 0.75); retry shortly or on another node.';
   const admission = new Admission(
-    { maxCalls: 10, maxHalfOpen: 10, maxCallsPerKey: 0, maxHalfOpenPerKey: 0, maxCallsPerToken: 0, maxHalfOpenSip: 10 },
+    { maxCalls: 10, maxHalfOpen: 10, maxCallsPerKey: 0, maxHalfOpenPerKey: 0, maxCallsPerToken: 0, ownHalfOpen: { sip: 10 } },
     () => {},
     () => loaded,
   );
   assert.equal(admission.isFull, true);
   assert.equal(admission.loaded, loaded);
-  for (const door of [undefined, 'sip'] as const) {
-    assert.throws(() => admission.admit({ apiKeyId: 'k', tokenId: 't', ...(door ? { door } : {}) }), (err: Error) => err instanceof CallCapacityExceeded && err.message === loaded);
+  for (const budget of [undefined, 'sip'] as const) {
+    assert.throws(() => admission.admit({ apiKeyId: 'k', tokenId: 't', ...(budget ? { halfOpenBudget: budget } : {}) }), (err: Error) => err instanceof CallCapacityExceeded && err.message === loaded);
   }
   loaded = undefined;
   assert.equal(admission.isFull, false);

@@ -6,7 +6,8 @@ import { test } from 'node:test';
 import type { ClientTransactions, OnFinal } from '../../src/sip/clientTransactions.ts';
 import type { SipCore } from '../../src/sip/core.ts';
 import { parseMessage, type SipResponse } from '../../src/sip/message.ts';
-import { OutboundRegistrations, type RegistrationState } from '../../src/sip/outboundRegistrations.ts';
+import type { RegistrationState } from '../../src/sip/options.ts';
+import { OutboundRegistrations } from '../../src/sip/outboundRegistrations.ts';
 
 function response(status: number, headers: string[] = []): SipResponse {
   const text = [`SIP/2.0 ${status} X`, 'Via: SIP/2.0/UDP 127.0.0.1:5060;branch=z9hG4bKx', 'From: <sip:u@h>;tag=1', 'To: <sip:u@h>', 'Call-ID: c', 'CSeq: 1 REGISTER', ...headers, 'Content-Length: 0', '', ''].join('\r\n');

@@ -64,3 +64,23 @@ test('a store that fails ends nothing and the next poll tries again', async () =
   await w.poll();
   assert.equal(calls[0]!.endedWith, KEY_REVOKED);
 });
+
+test("keys that cannot be listed (coturn's database not there yet) fail the poll, not the process; the next poll tries again", async () => {
+  const calls = [fakeCall('key_a')];
+  let listable = false;
+  const w = new RevocationWatcher({
+    liveCalls: () => calls,
+    otherKeys: () => {
+      if (!listable) throw Object.assign(new Error('unable to open database file'), { code: 'SQLITE_CANTOPEN' });
+      return ['key_b'];
+    },
+    revokedAmong: async (ids) => ids.filter((id) => id === 'key_a'),
+    pollMs: 1000,
+    log,
+  });
+  await w.poll();
+  assert.equal(calls[0]!.endedWith, undefined);
+  listable = true;
+  await w.poll();
+  assert.equal(calls[0]!.endedWith, KEY_REVOKED);
+});

@@ -1,16 +1,11 @@
 // Each source address's share of the SIP door's stream connections: past it a new connection is
 // closed as it opens (and counted), a closed one gives its place back, other addresses and
-// unlimited ones (a trunk's) are not held, and 0 turns the share off; on the TLS port too.
+// unlimited ones (a trunk's) are not held, and 0 turns the share off (the TLS port, with a
+// certificate openssl makes: test/engines/sip-tls-connections.test.ts).
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
-import pino from 'pino';
 import { ConnectionsBySource } from '../../src/sip/connectionsBySource.ts';
-import { SipSockets } from '../../src/sip/listener.ts';
-import { makeCertificate } from '../helpers/tls.ts';
 import { until } from '../helpers/wait.ts';
 
 async function listening(sources: ConnectionsBySource): Promise<{ server: Server; port: number; held: Set<Socket> }> {
@@ -69,38 +64,5 @@ test('unlimited sources (a trunk) and a share of 0 hold no count', async () => {
     } finally {
       server.close();
     }
-  }
-});
-
-test('the listener: TLS connections count from their TCP open (a handshake held open holds a place)', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'parley-sip-tls-'));
-  const { cert, key } = makeCertificate(dir);
-  const refused: string[] = [];
-  const listener = await SipSockets.open({
-    host: '127.0.0.1',
-    port: 0,
-    tls: { port: 0, cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8') },
-    received: () => {},
-    carriesCall: () => false,
-    maxConnectionsPerSource: 2,
-    unlimitedSource: () => false,
-    idleMs: 30_000,
-    refusedConnection: () => refused.push('refused'),
-    log: pino({ level: 'silent' }),
-  });
-  try {
-    // Four TCP connections to the TLS port that never start a handshake.
-    const tls = await open(listener.ports.tls!, '127.0.0.1', 4);
-    await until('the two past the share closed', tls.closed, (n) => n === 2);
-    assert.equal(refused.length, 2);
-    for (const s of tls.sockets) s.destroy();
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const again = await open(listener.ports.tls!, '127.0.0.1', 2);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    assert.equal(again.closed(), 0, 'their places were freed');
-    for (const s of again.sockets) s.destroy();
-  } finally {
-    await listener.close();
-    rmSync(dir, { recursive: true, force: true });
   }
 });

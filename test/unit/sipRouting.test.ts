@@ -2,7 +2,7 @@
 // time, the default agent when nobody is told, abandoned when the caller gives up.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SipRouting, type IncomingCall, type SipRoutingOptions } from '../../src/calls/sip/sipRouting.ts';
+import { SipRouting, type IncomingCall, type SipRoutingOptions } from '../../src/sip/routing.ts';
 
 const call: IncomingCall = { callId: 'conv_1', apiKeyId: 'key_a', sipHeaders: [{ name: 'From', value: '<sip:alice@example.com>' }] };
 

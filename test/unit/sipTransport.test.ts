@@ -76,13 +76,14 @@ test('symmetric RTP, a third party dropped, G.711 both ways, key presses', async
 });
 
 /** A transport answering a PCMU offer to `port` (with comfort noise on 13 when `cn`), its events collected. */
-async function answering(port: number, opts: { cn?: boolean; inactivityTimeoutMs: number }) {
+async function answering(port: number, opts: { cn?: boolean; inactivityTimeoutMs: number; now?: () => number }) {
   const transport = await SipTransport.open(
     '127.0.0.1',
-    { inactivityTimeoutMs: opts.inactivityTimeoutMs },
+    { inactivityTimeoutMs: opts.inactivityTimeoutMs, ...(opts.now ? { now: opts.now } : {}) },
     { protocol: 'RTP/AVP', address: '127.0.0.1', port, rtcpPort: port + 1, codec: 'pcmu', payloadType: 0, dtmfPayloadType: undefined, ...(opts.cn ? { comfortNoisePayloadType: 13 } : {}), direction: 'sendrecv', ptime: 20 },
   );
   const lost: string[] = [];
+  let heard = 0;
   transport.attach({
     connected: () => {},
     interrupted: () => {},
@@ -91,12 +92,12 @@ async function answering(port: number, opts: { cn?: boolean; inactivityTimeoutMs
     agentAudio: () => {},
     dtmf: () => {},
     video: () => {},
-    activity: () => {},
+    activity: () => heard++,
     channel: () => {},
     failure: (err) => assert.fail(err),
   });
   after(() => transport.close());
-  return { transport, lost };
+  return { transport, lost, heard: () => heard };
 }
 
 test('while the agent is silent: G.711 silence at 20 ms, or RFC 3389 comfort noise when offered', async () => {
@@ -117,17 +118,31 @@ test('while the agent is silent: G.711 silence at 20 ms, or RFC 3389 comfort noi
   await until('speech after comfort noise', () => withCn.received.map((p) => readRtp(p)!).find((h) => h.payloadType === 0), (h) => h !== undefined && h.marker);
 });
 
-test('a caller whose RTP and RTCP stop is lost (media_timeout); its packets keep the call', async () => {
+test('a caller whose RTP and RTCP stop is lost (media_timeout); its packets keep the call', async (t) => {
+  // The timeout's check (once a second) and the clock it reads are fake: a packet each 100 ms keeps
+  // the call for twice the timeout, then the caller's silence past the timeout ends it.
+  t.mock.timers.enable({ apis: ['setInterval'] });
+  let now = 0;
+  // In 100 ms steps, as time passes: each check reads the clock of its own moment.
+  const advance = (ms: number) => {
+    for (let step = 0; step < ms; step += 100) {
+      now += 100;
+      t.mock.timers.tick(100);
+    }
+  };
   const caller = await udp();
-  const { transport, lost } = await answering(caller.port, { inactivityTimeoutMs: 2000 });
+  const { transport, lost, heard } = await answering(caller.port, { inactivityTimeoutMs: 2000, now: () => now });
   transport.confirm();
   // RTP comes while the caller is there.
   const packet = (seq: number) => writeRtp({ payloadType: 0, sequenceNumber: seq, timestamp: seq * 160, ssrc: 9, marker: false }, Buffer.alloc(160, 0xff));
   for (let seq = 1; seq <= 40; seq++) {
     caller.socket.send(packet(seq), transport.rtpPort, '127.0.0.1');
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    while (heard() < seq) await new Promise((resolve) => setImmediate(resolve)); // loopback: a moment
+    advance(100);
   }
   assert.deepEqual(lost, [], 'not lost while its packets came');
-  await until('the call lost after the caller went quiet', () => lost, (l) => l.length === 1);
-  assert.deepEqual(lost, ['media_timeout']);
+  advance(1000);
+  assert.deepEqual(lost, [], 'not lost 1.1 s into its silence');
+  advance(1000);
+  assert.deepEqual(lost, ['media_timeout'], 'lost at the first check past 2 s of silence');
 });

@@ -1,42 +1,16 @@
 // The turn detector: 16 kHz frames in (48 kHz test audio as the transport converts it), turns out. A fake VAD (loudness as probability) checks the
-// windowing, timestamps, preroll and ordering exactly; the real VADs (Silero, WebRTC) check synthetic
-// non-speech and a flite-spoken sentence.
+// windowing, timestamps, preroll and ordering exactly; the WebRTC VAD checks synthetic non-speech
+// (Silero and flite-spoken sentences: test/engines/vad.test.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createTurnDetector, type TurnDetectorOptions } from '../../src/agent/turn/detector.ts';
-import { GatedVad, gatedVadProvider } from '../../src/agent/turn/gate.ts';
-import { sileroVadProvider } from '../../src/agent/turn/silero.ts';
-import type { TurnDetector, Vad } from '../../src/agent/turn/types.ts';
+import { GatedVad } from '../../src/agent/turn/gate.ts';
+import type { Vad } from '../../src/agent/turn/types.ts';
 import { webrtcVadProvider } from '../../src/agent/turn/webrtc.ts';
 import { downsample48kTo16k } from '../../src/media/audio/resample.ts';
-import { concat, frames, noise, rms, silence, tone } from '../helpers/pcm.ts';
-import { speak } from '../helpers/speech.ts';
+import { concat, noise, rms, silence, tone } from '../helpers/pcm.ts';
+import { detect, options, pushAll, record, type Event } from '../helpers/turnDetection.ts';
 import { until } from '../helpers/wait.ts';
-
-const options: TurnDetectorOptions = { threshold: 0.5, prefixPaddingMs: 300, silenceMs: 300 };
-
-type Event =
-  | { type: 'started'; audioStartMs: number; preroll: Int16Array }
-  | { type: 'stopped'; audioEndMs: number }
-  | { type: 'error'; message: string };
-
-/** A detector recording what its listener hears: events, and the turn's audio (preroll + speech). */
-function record(vad: Vad, opts: TurnDetectorOptions = options) {
-  const events: Event[] = [];
-  const audio: Int16Array[][] = [];
-  const detector = createTurnDetector(vad, opts, {
-    speechStarted: (audioStartMs, preroll) => {
-      events.push({ type: 'started', audioStartMs, preroll });
-      audio.push([preroll]);
-    },
-    speech: (pcm) => audio.at(-1)!.push(pcm),
-    speechStopped: (audioEndMs) => events.push({ type: 'stopped', audioEndMs }),
-    error: (err) => events.push({ type: 'error', message: err.message }),
-  });
-  const summary = () => events.map((e) => (e.type === 'started' ? `started@${e.audioStartMs}` : e.type === 'stopped' ? `stopped@${e.audioEndMs}` : `error:${e.message}`));
-  return { detector, events, audio, summary };
-}
 
 /** Loudness as probability: windows over RMS 500 are speech. Optionally answers later, in a random order of delays. */
 function loudnessVad(windowSamples: number, opts: { async?: boolean; fail?: (n: number) => boolean } = {}): Vad & { closed: boolean; judged: number } {
@@ -64,11 +38,6 @@ function loudnessVad(windowSamples: number, opts: { async?: boolean; fail?: (n: 
     },
   };
   return vad;
-}
-
-function pushAll(detector: TurnDetector, pcm: Int16Array, frameMs: number): void {
-  // The call delivers the voice agent 16 kHz audio (converted at the transport's edge).
-  for (const f of frames(pcm, frameMs)) detector.push(downsample48kTo16k(f));
 }
 
 // 1 s silence, 1 s tone, 200 ms pause, 0.5 s tone, 1 s silence.
@@ -162,107 +131,12 @@ test('close() closes the VAD, after a window it is still judging', async () => {
   assert.equal(vad.judged, 1, 'no window judged after close');
 });
 
-/** `vad`, counting the windows it has judged (to wait for an asynchronous VAD to catch up). */
-function counting(vad: Vad): Vad & { judged: number } {
-  const out = {
-    windowSamples: vad.windowSamples,
-    judged: 0,
-    async probability(window: Int16Array) {
-      const p = await vad.probability(window);
-      out.judged++;
-      return p;
-    },
-    close: () => vad.close(),
-  };
-  return out;
-}
-
-/** Feeds `pcm` in 20 ms frames through a detector on `vad` and waits until every window is judged. */
-async function detect(vad: Vad, pcm: Int16Array, opts: TurnDetectorOptions = options) {
-  const counted = counting(vad);
-  const r = record(counted, opts);
-  pushAll(r.detector, pcm, 20);
-  await until('every window judged', () => counted.judged, (n) => n === Math.floor(pcm.length / 3 / vad.windowSamples));
-  r.detector.close();
-  return r;
-}
-
-test('Silero hears no turn in silence, noise or steady tones', async () => {
-  for (const [name, pcm] of [
-    ['silence', silence(3000)],
-    ['white noise', noise(3000, 2000)],
-    ['a 440 Hz tone', tone(3000, 440)],
-    ['a 1 kHz tone', tone(3000, 1000, 12000)],
-  ] as const) {
-    assert.deepEqual((await detect(await sileroVadProvider.create(), pcm)).summary(), [], name);
-  }
-});
-
 test('WebRTC VAD hears no turn in silence or faint noise', async () => {
   for (const [name, pcm] of [
     ['silence', silence(3000)],
     ['faint white noise', noise(3000, 100)],
   ] as const) {
     assert.deepEqual((await detect(await webrtcVadProvider(2).create(), pcm)).summary(), [], name);
-  }
-});
-
-/** Where the speech in `pcm` (48 kHz) begins and ends, ms: the first and last 10 ms over RMS 300. */
-function speechBounds(pcm: Int16Array): [number, number] {
-  const loud = frames(pcm, 10).map((f) => rms(f) > 300);
-  return [loud.indexOf(true) * 10, (loud.lastIndexOf(true) + 1) * 10];
-}
-
-// Sentences whose commas make flite pause (up to ≈ 130 ms as Silero hears it).
-const SENTENCES = [
-  'Well, I think that, after all, the weather is quite nice today.',
-  'One, two, three, four, five.',
-  'Can you tell me, please, how far it is to the station, and when the next train leaves?',
-];
-
-for (const [name, provider] of [['Silero', sileroVadProvider], ['WebRTC VAD', webrtcVadProvider(2)], ['Silero behind the gate', gatedVadProvider(sileroVadProvider, 500)]] as const) {
-  test(`${name}: a spoken sentence with pauses is one turn, from its onset (less the padding) to its end plus the silence`, async () => {
-    for (const text of SENTENCES) {
-      const pcm = concat(silence(1000), speak(text), silence(1500));
-      const [begin, end] = speechBounds(pcm);
-      const r = await detect(await provider.create(), pcm);
-      assert.deepEqual(r.summary().map((s) => s.split('@')[0]), ['started', 'stopped'], `one turn: "${text}" (${r.summary().join(', ')})`);
-      const started = (r.events[0] as Extract<Event, { type: 'started' }>).audioStartMs;
-      const stopped = (r.events[1] as Extract<Event, { type: 'stopped' }>).audioEndMs;
-      assert.ok(Math.abs(started + options.prefixPaddingMs - begin) <= 100, `onset ${started + options.prefixPaddingMs} ms near ${begin} ms: "${text}"`);
-      // The VAD's probability falls some windows after the loud part ends (Silero ≈ 80–180 ms on these).
-      assert.ok(stopped - options.silenceMs >= end && stopped - options.silenceMs <= end + 200, `end ${stopped} ms is ${end} ms + silence: "${text}"`);
-    }
-  });
-}
-
-test('Silero judges windows asked for all at once in order, as if one after another', async () => {
-  const pcm = downsample48kTo16k(speak('hello there'));
-  const windows = Array.from({ length: Math.floor(pcm.length / 512) }, (_, i) => pcm.slice(i * 512, (i + 1) * 512));
-  const one = await sileroVadProvider.create();
-  const sequential: number[] = [];
-  for (const w of windows) sequential.push(await one.probability(w));
-  const other = await sileroVadProvider.create();
-  assert.deepEqual(await Promise.all(windows.map((w) => other.probability(w))), sequential);
-  assert.ok(Math.max(...sequential) > 0.9, 'the speech is heard');
-});
-
-test('Silero behind the gate: the same turns as Silero alone, each boundary within one window; silence judged without the model', async () => {
-  for (const text of [...SENTENCES, 'What time is it?']) {
-    const pcm = concat(silence(2000), speak(text), silence(2000), speak('stop'), silence(1500));
-    const alone = await detect(await sileroVadProvider.create(), pcm);
-    const gated = (await gatedVadProvider(sileroVadProvider, 500).create()) as GatedVad;
-    const behind = await detect(gated, pcm);
-    assert.equal(alone.summary().length, 4, `two turns: ${alone.summary().join(', ')}`);
-    assert.deepEqual(behind.summary().map((e) => e.split('@')[0]), alone.summary().map((e) => e.split('@')[0]), text);
-    const at = (r: typeof alone, i: number) => Number(r.summary()[i]!.split('@')[1]);
-    // The model did not run on the silence before an utterance, so its recurrent state enters the
-    // utterance from another point: its probabilities differ a little, which may move a boundary by
-    // one 32 ms window (either way), never more.
-    for (const i of [0, 1, 2, 3]) assert.ok(Math.abs(at(behind, i) - at(alone, i)) <= 32, `${behind.summary()[i]} vs ${alone.summary()[i]}: "${text}"`);
-    // The model ran around the speech only: of the 5.5 s of silence, all but the two 500 ms hangovers
-    // (and a few windows at the edges, where the gate hears the voice's faint start and end) were skipped.
-    assert.ok(gated.skipped * 32 >= 4000, `${gated.skipped} windows skipped, ${gated.judged} judged: "${text}"`);
   }
 });
 

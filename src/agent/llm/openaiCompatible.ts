@@ -1,6 +1,7 @@
 // Any OpenAI-compatible chat-completions endpoint (LLM_BASE_URL), streamed over SSE: instructions,
 // temperature, the conversation and the client's tools go in; text deltas, tool calls and usage
 // come out as they arrive.
+import { upstreamFailed, upstreamSpan, type TraceSpan } from '../../observability/tracing.js';
 import { imageDataUrl } from '../../session/conversation.js';
 import type { ChatMessage, ReplyChunk, ReplyModel, ReplyRequest, ToolChoice } from './types.js';
 
@@ -96,36 +97,52 @@ export function chunksOf(data: StreamChunk): ReplyChunk[] {
 }
 
 export function openAiCompatibleModel(opts: OpenAiCompatibleOptions): ReplyModel {
+  const url = `${opts.baseUrl.replace(/\/$/, '')}/chat/completions`;
+
+  async function* stream(req: ReplyRequest, span: TraceSpan): AsyncIterable<ReplyChunk> {
+    const signal = AbortSignal.any([req.signal, AbortSignal.timeout(opts.timeoutMs)]);
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) },
+      body: JSON.stringify(requestBody(opts.model, req, opts.images ?? true)),
+      signal,
+    });
+    span.set({ 'http.response.status_code': res.status });
+    if (!res.ok || !res.body) throw new Error(`language model answered HTTP ${res.status}`);
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buffer += decoder.decode(bytes, { stream: true });
+      let nl: number;
+      while ((nl = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, nl).trim();
+        buffer = buffer.slice(nl + 1);
+        if (!line.startsWith('data:')) continue;
+        const data = line.slice(5).trim();
+        if (data === '[DONE]') return;
+        let parsed: StreamChunk;
+        try {
+          parsed = JSON.parse(data) as StreamChunk;
+        } catch {
+          throw new Error('language model sent a malformed stream');
+        }
+        yield* chunksOf(parsed);
+      }
+    }
+  }
+
   return {
     name: 'llm',
     async *reply(req: ReplyRequest) {
-      const signal = AbortSignal.any([req.signal, AbortSignal.timeout(opts.timeoutMs)]);
-      const res = await fetch(`${opts.baseUrl.replace(/\/$/, '')}/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) },
-        body: JSON.stringify(requestBody(opts.model, req, opts.images ?? true)),
-        signal,
-      });
-      if (!res.ok || !res.body) throw new Error(`language model answered HTTP ${res.status}`);
-      const decoder = new TextDecoder();
-      let buffer = '';
-      for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
-        buffer += decoder.decode(bytes, { stream: true });
-        let nl: number;
-        while ((nl = buffer.indexOf('\n')) >= 0) {
-          const line = buffer.slice(0, nl).trim();
-          buffer = buffer.slice(nl + 1);
-          if (!line.startsWith('data:')) continue;
-          const data = line.slice(5).trim();
-          if (data === '[DONE]') return;
-          let parsed: StreamChunk;
-          try {
-            parsed = JSON.parse(data) as StreamChunk;
-          } catch {
-            throw new Error('language model sent a malformed stream');
-          }
-          yield* chunksOf(parsed);
-        }
+      // The span lasts until the stream ends (or the reply stops reading it).
+      const span = upstreamSpan(req.trace, 'llm', url, opts.model);
+      try {
+        yield* stream(req, span);
+      } catch (err) {
+        upstreamFailed(span, err, req.signal);
+        throw err;
+      } finally {
+        span.end();
       }
     },
   };

@@ -1,6 +1,7 @@
 // A reply model: the conversation so far in, the reply out as it is generated (text deltas, tool
 // calls), cancellable through the request's signal.
 import type { StillImage } from '../../media/stillImage.js';
+import type { SpanParent } from '../../observability/tracing.js';
 import type { ImageDetail } from '../../session/conversation.js';
 import type { ToolChoice, ToolDefinition } from '../../session/tools.js';
 
@@ -36,6 +37,8 @@ export interface ReplyRequest {
   /** Upper bound on the reply's length in tokens, when the client set one. */
   maxOutputTokens?: number;
   signal: AbortSignal;
+  /** Where the span of a request to a model service goes (the turn's, else the call's). */
+  trace?: SpanParent;
 }
 
 export type ReplyChunk =

@@ -1,6 +1,7 @@
 // Speech to text through an OpenAI-compatible `/audio/transcriptions` endpoint (STT_URL): the turn's
 // audio is collected and sent as one WAV file when the turn ends (no partial transcripts).
 import { encodeWav } from '../../media/audio/wav.js';
+import { upstreamFailed, upstreamSpan, type SpanParent, type TraceSpan } from '../../observability/tracing.js';
 import type { EngineHealth } from '../health.js';
 import type { RecognitionStream, Recognizer } from './types.js';
 
@@ -24,9 +25,9 @@ export class HttpRecognizer implements Recognizer {
     return {
       write: (pcm) => chunks.push(pcm),
       onPartial: () => {},
-      finish: async () => {
+      finish: async (trace) => {
         try {
-          const text = await this.transcribe(chunks, abort.signal);
+          const text = await this.transcribe(chunks, abort.signal, trace);
           this.lastFailure = undefined;
           return text;
         } catch (err) {
@@ -39,14 +40,27 @@ export class HttpRecognizer implements Recognizer {
     };
   }
 
-  private async transcribe(chunks: Int16Array[], signal: AbortSignal): Promise<string> {
+  private async transcribe(chunks: Int16Array[], signal: AbortSignal, trace: SpanParent | undefined): Promise<string> {
+    const url = `${this.opts.baseUrl.replace(/\/$/, '')}/audio/transcriptions`;
+    const span = upstreamSpan(trace, 'stt', url, this.opts.model);
+    try {
+      return await this.request(url, chunks, signal, span);
+    } catch (err) {
+      upstreamFailed(span, err, signal);
+      throw err;
+    } finally {
+      span.end();
+    }
+  }
+
+  private async request(url: string, chunks: Int16Array[], signal: AbortSignal, span: TraceSpan): Promise<string> {
     const form = new FormData();
     form.append('file', new Blob([new Uint8Array(encodeWav(chunks, 16_000))], { type: 'audio/wav' }), 'turn.wav');
     form.append('model', this.opts.model);
     form.append('response_format', 'json');
     let res: Response;
     try {
-      res = await fetch(`${this.opts.baseUrl.replace(/\/$/, '')}/audio/transcriptions`, {
+      res = await fetch(url, {
         method: 'POST',
         headers: this.opts.apiKey ? { authorization: `Bearer ${this.opts.apiKey}` } : {},
         body: form,
@@ -56,6 +70,7 @@ export class HttpRecognizer implements Recognizer {
       if (signal.aborted) throw err;
       throw new Error(`transcription service unreachable: ${(err as Error).name === 'TimeoutError' ? `no answer within ${this.opts.timeoutMs} ms` : (err as Error).message}`);
     }
+    span.set({ 'http.response.status_code': res.status });
     if (!res.ok) throw new Error(`transcription service answered HTTP ${res.status}`);
     const body = (await res.json().catch(() => ({}))) as { text?: unknown };
     if (typeof body.text !== 'string') throw new Error('transcription service answered without a text');

@@ -1,24 +1,23 @@
-// CMU PocketSphinx as a streaming Recognizer: a small pool of worker threads shared by every call
+// CMU PocketSphinx as a streaming Recognizer: a small pool of worker processes shared by every call
 // (each stream costs about 0.3–0.4 of a core while the caller talks), a recognition going to the
 // worker with the fewest in progress. A worker that dies is replaced: its recognitions fail with an
 // error saying so, the other workers' carry on, and health() reports degraded until it is back.
+// The workers are child processes (pocketsphinxProcess.ts), started once, not per call: killing one
+// is safe at any moment, where terminating a worker thread inside a native call aborted the node.
+import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { Worker } from 'node:worker_threads';
 import type { EngineHealth } from '../health.js';
-import type { WorkerReply, WorkerRequest } from './pocketsphinxWorker.js';
+import type { WorkerReply, WorkerRequest } from './pocketsphinxProcess.js';
 import type { RecognitionStream, Recognizer } from './types.js';
 
 const POCKETSPHINX_MODEL_DIR = '/usr/share/pocketsphinx/model/en-us';
-/** The worker's module: compiled, the worker itself; through tsx, an entry that registers tsx first
- * (worker threads do not inherit its loader). */
-const WORKER_ENTRY = import.meta.url.endsWith('.ts')
-  ? new URL('./pocketsphinxWorker.entry.mjs', import.meta.url)
-  : new URL('./pocketsphinxWorker.js', import.meta.url);
+/** The worker's module, as this one is run (TypeScript through tsx, whose loader the child inherits, or compiled). */
+const WORKER_ENTRY = new URL(`./pocketsphinxProcess${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
 
 export interface PocketSphinxOptions {
   workers: number;
   modelDir?: string;
-  /** The worker thread's entry module; tests hand in one that can be made to die. */
+  /** The worker process's module; tests hand in one that can be made to die. */
   workerEntry?: URL;
 }
 
@@ -31,7 +30,7 @@ interface Recognition {
 }
 
 interface Slot {
-  worker: Worker;
+  worker: ChildProcess;
   state: 'starting' | 'ready' | 'failed' | 'restarting';
   /** Why it is failed or restarting. */
   detail?: string;
@@ -40,8 +39,8 @@ interface Slot {
   quickDeaths: number;
   recognitions: Map<number, Recognition>;
   lastError?: string;
-  /** Settles when the worker has loaded its model, failed to, or exited. */
-  settled: Promise<void>;
+  /** Set once the process has exited (or could not start). */
+  exited: Promise<void>;
 }
 
 /** A replacement for a worker that dies within this long of its start waits longer each time. */
@@ -56,6 +55,10 @@ export class PocketSphinxRecognizer implements Recognizer {
   private nextId = 1;
   private closing = false;
   private readonly respawnTimers = new Set<NodeJS.Timeout>();
+  /** The node exiting takes the workers with it (a worker still loading would linger until it is done). */
+  private readonly killAll = () => {
+    for (const slot of this.slots) slot.worker.kill('SIGKILL');
+  };
 
   /** Throws when the model is not installed. */
   constructor(options: PocketSphinxOptions) {
@@ -64,25 +67,55 @@ export class PocketSphinxRecognizer implements Recognizer {
     if (!existsSync(`${this.modelDir}/en-us.lm.bin`)) {
       throw new Error(`no PocketSphinx model in ${this.modelDir}: install the Debian packages pocketsphinx and pocketsphinx-en-us`);
     }
+    process.on('exit', this.killAll);
     for (let i = 0; i < options.workers; i++) this.slots.push(this.spawn(i, 0));
   }
 
   private spawn(index: number, quickDeaths: number): Slot {
-    const worker = new Worker(this.entry, { workerData: { modelDir: this.modelDir } });
-    worker.unref();
-    let settle = () => {};
-    const settled = new Promise<void>((resolve) => (settle = resolve));
-    const slot: Slot = { worker, state: 'starting', spawnedAt: Date.now(), quickDeaths, recognitions: new Map(), settled };
+    // Typed arrays (the audio) cross the channel as they are with the advanced serialization.
+    const worker = fork(this.entry, [this.modelDir], { serialization: 'advanced', stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    let exit = () => {};
+    const exited = new Promise<void>((resolve) => (exit = resolve));
+    const slot: Slot = { worker, state: 'starting', spawnedAt: Date.now(), quickDeaths, recognitions: new Map(), exited };
+    this.keepAlive(slot);
     worker.on('message', (m: WorkerReply) => {
-      if (m.op === 'ready' || (m.op === 'error' && m.id === 0)) settle();
       this.onMessage(slot, m);
+      this.keepAlive(slot);
     });
-    worker.on('error', (err) => (slot.lastError = err.message));
-    worker.on('exit', (code) => {
-      settle();
-      this.onExit(index, slot, code);
+    let gone = false;
+    const onGone = (code: number | null, signal: NodeJS.Signals | null) => {
+      if (gone) return;
+      gone = true;
+      exit();
+      this.onExit(index, slot, signal ?? code ?? 0);
+    };
+    worker.on('error', (err) => {
+      slot.lastError = err.message;
+      // A process that never started emits no exit.
+      if (worker.pid === undefined) onGone(null, null);
     });
+    worker.on('exit', onGone);
     return slot;
+  }
+
+  /**
+   * A worker keeps the node alive only while it owes a final transcript: idle or loading, it does not
+   * (a node that is done exits, and takes its workers with it).
+   */
+  private keepAlive(slot: Slot): void {
+    const owes = [...slot.recognitions.values()].some((r) => r.finishing);
+    if (owes) {
+      slot.worker.ref();
+      slot.worker.channel?.ref();
+    } else {
+      slot.worker.unref();
+      slot.worker.channel?.unref();
+    }
+  }
+
+  private post(slot: Slot, msg: WorkerRequest): void {
+    // A worker that is gone is told by its exit; a message to it is dropped.
+    if (slot.worker.connected) slot.worker.send(msg);
   }
 
   private onMessage(slot: Slot, m: WorkerReply): void {
@@ -115,9 +148,10 @@ export class PocketSphinxRecognizer implements Recognizer {
     }
   }
 
-  private onExit(index: number, slot: Slot, code: number): void {
+  private onExit(index: number, slot: Slot, code: number | NodeJS.Signals): void {
     if (this.closing) return;
-    const why = `speech recogniser worker ${index + 1} stopped (exit code ${code}${slot.lastError ? `: ${slot.lastError}` : ''})`;
+    const how = typeof code === 'number' ? `exit code ${code}` : `killed by ${code}`;
+    const why = `speech recogniser worker ${index + 1} stopped (${how}${slot.lastError ? `: ${slot.lastError}` : ''})`;
     const err = new Error(`${why}; the recognition in progress there was lost`);
     for (const r of slot.recognitions.values()) {
       r.failure = err;
@@ -146,19 +180,20 @@ export class PocketSphinxRecognizer implements Recognizer {
     const slot = usable.reduce((a, b) => (b.recognitions.size < a.recognitions.size ? b : a));
     const id = this.nextId++;
     slot.recognitions.set(id, recognition);
-    slot.worker.postMessage({ op: 'start', id } satisfies WorkerRequest);
+    this.post(slot, { op: 'start', id });
     return this.stream(recognition, slot, id);
   }
 
   private stream(r: Recognition, slot?: Slot, id = 0): RecognitionStream {
     // Once the recognition failed or ended, its worker no longer knows it.
     const post = (msg: WorkerRequest) => {
-      if (slot?.recognitions.get(id) === r) slot.worker.postMessage(msg);
+      if (slot?.recognitions.get(id) === r) this.post(slot, msg);
     };
     let done = false;
     return {
       write: (pcm) => {
-        if (!done) post({ op: 'audio', id, pcm });
+        // A view crosses to the worker with its whole buffer: a view of a larger one goes as a copy.
+        if (!done) post({ op: 'audio', id, pcm: pcm.byteLength === pcm.buffer.byteLength ? pcm : pcm.slice() });
       },
       onPartial: (cb) => {
         r.onPartial = cb;
@@ -170,6 +205,7 @@ export class PocketSphinxRecognizer implements Recognizer {
         return new Promise<string>((resolve, reject) => {
           r.finishing = { resolve, reject };
           post({ op: 'end', id });
+          if (slot) this.keepAlive(slot);
         });
       },
       abort: () => {
@@ -177,6 +213,7 @@ export class PocketSphinxRecognizer implements Recognizer {
         done = true;
         post({ op: 'abort', id });
         slot?.recognitions.delete(id);
+        if (slot) this.keepAlive(slot);
       },
     };
   }
@@ -191,23 +228,20 @@ export class PocketSphinxRecognizer implements Recognizer {
     return { state: 'failed', detail };
   }
 
+  /** Kills the workers, loading or not: a process can be stopped at any moment. */
   async close(): Promise<void> {
     this.closing = true;
+    process.off('exit', this.killAll);
     for (const t of this.respawnTimers) clearTimeout(t);
     const closed = new Error('the speech recogniser was closed');
     await Promise.all(
       this.slots.map(async (slot) => {
         for (const r of slot.recognitions.values()) r.finishing?.reject(closed);
         slot.recognitions.clear();
-        // Terminating a worker inside a native call (loading the model, decoding) aborts the process:
-        // let it finish its current message and leave by itself; terminate only if it does not.
-        // Meanwhile the worker keeps the process alive (it is unref'd while it serves).
+        // Its exit is awaited: the process must not end before it (an unref'd child would let it).
         slot.worker.ref();
-        await Promise.race([slot.settled, new Promise((r) => setTimeout(r, 20_000).unref())]);
-        const exited = new Promise((r) => slot.worker.once('exit', r));
-        slot.worker.postMessage({ op: 'shutdown' } satisfies WorkerRequest);
-        await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000).unref())]);
-        await slot.worker.terminate();
+        slot.worker.kill('SIGKILL');
+        await slot.exited;
       }),
     );
   }

@@ -3,6 +3,7 @@
 // resampled to 48 kHz piece by piece as it arrives. A service that answers with a WAV file instead
 // (RIFF header) is read at the rate its header gives.
 import { StreamResampler } from '../../media/audio/resample.js';
+import { upstreamFailed, upstreamSpan, type SpanParent, type TraceSpan } from '../../observability/tracing.js';
 import type { EngineHealth } from '../health.js';
 import { speakableText } from './clauses.js';
 import type { SpeechEngine } from './types.js';
@@ -12,6 +13,8 @@ export interface HttpSpeechOptions {
   apiKey?: string;
   model: string;
   timeoutMs: number;
+  /** The service's voice for a catalogue voice name (unmapped names are sent as they are). */
+  voices?: Record<string, string>;
 }
 
 /** OpenAI's `pcm` format. */
@@ -23,32 +26,39 @@ export class HttpSpeechEngine implements SpeechEngine {
 
   constructor(private readonly opts: HttpSpeechOptions) {}
 
-  async *synthesize(text: string, voice: string, signal: AbortSignal): AsyncIterable<Int16Array> {
+  async *synthesize(text: string, voice: string, signal: AbortSignal, trace?: SpanParent): AsyncIterable<Int16Array> {
     const input = speakableText(text);
     if (!input) return;
+    const url = `${this.opts.baseUrl.replace(/\/$/, '')}/audio/speech`;
+    // The span lasts until the last audio of the clause has come (or the reply stopped reading it).
+    const span = upstreamSpan(trace, 'tts', url, this.opts.model);
     try {
-      yield* this.stream(input, voice, signal);
+      yield* this.stream(url, input, voice, signal, span);
       this.lastFailure = undefined;
     } catch (err) {
       if (!signal.aborted) this.lastFailure = (err as Error).message;
+      upstreamFailed(span, err, signal);
       throw err;
+    } finally {
+      span.end();
     }
   }
 
-  private async *stream(input: string, voice: string, signal: AbortSignal): AsyncIterable<Int16Array> {
+  private async *stream(url: string, input: string, voice: string, signal: AbortSignal, span: TraceSpan): AsyncIterable<Int16Array> {
     const timeout = AbortSignal.timeout(this.opts.timeoutMs);
     let res: Response;
     try {
-      res = await fetch(`${this.opts.baseUrl.replace(/\/$/, '')}/audio/speech`, {
+      res = await fetch(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...(this.opts.apiKey ? { authorization: `Bearer ${this.opts.apiKey}` } : {}) },
-        body: JSON.stringify({ model: this.opts.model, input, voice, response_format: 'pcm' }),
+        body: JSON.stringify({ model: this.opts.model, input, voice: this.opts.voices?.[voice] ?? voice, response_format: 'pcm' }),
         signal: AbortSignal.any([signal, timeout]),
       });
     } catch (err) {
       if (signal.aborted) throw err;
       throw new Error(`speech service unreachable: ${timeout.aborted ? `no answer within ${this.opts.timeoutMs} ms` : (err as Error).message}`);
     }
+    span.set({ 'http.response.status_code': res.status });
     if (!res.ok || !res.body) throw new Error(`speech service answered HTTP ${res.status}`);
     const decoder = new PcmBodyDecoder();
     try {

@@ -2,6 +2,7 @@
 // is cut into clauses (clauses.ts); each clause is synthesised as soon as it is complete, the next
 // overlapping the current one's delivery, and the audio comes out in clause order whichever
 // finishes first. Aborting the signal (or leaving the loop early) stops every synthesis.
+import type { SpanParent } from '../../observability/tracing.js';
 import { ClauseSplitter, speakableText } from './clauses.js';
 import type { SpeechEngine, SpokenChunk } from './types.js';
 
@@ -12,6 +13,8 @@ export interface SpeakerOptions {
   signal: AbortSignal;
   /** Clauses synthesised at once, counting the one being delivered. */
   lookahead?: number;
+  /** Where the spans of requests to a speech service go. */
+  trace?: SpanParent;
 }
 
 /** A sample this loud (about −40 dBFS) is where a clause's voice begins. */
@@ -94,7 +97,7 @@ export class Speaker implements AsyncIterable<SpokenChunk> {
     // Engines start a clause with silence (flite: ≈ 230 ms); it would only delay the voice.
     let voiced = false;
     try {
-      for await (const chunk of this.engine.synthesize(speakableText(job.text), this.options.voice, this.abort.signal)) {
+      for await (const chunk of this.engine.synthesize(speakableText(job.text), this.options.voice, this.abort.signal, this.options.trace)) {
         if (this.abort.signal.aborted) break;
         let pcm = chunk;
         if (!voiced) {

@@ -1,12 +1,16 @@
 // Text to speech as a stream: engines turn a text into 48 kHz mono PCM chunks as they become ready;
 // the Speaker turns a reply's text deltas into clauses and clauses into audio, in order.
+import type { SpanParent } from '../../observability/tracing.js';
 import type { EngineHealth } from '../health.js';
 
 /** A speech engine shared by every call of the process, chosen by TTS_PROVIDER. */
 export interface SpeechEngine {
   readonly name: string;
-  /** `text` spoken by the catalogue voice `voice`, 48 kHz mono PCM, chunk by chunk as it is produced. */
-  synthesize(text: string, voice: string, signal: AbortSignal): AsyncIterable<Int16Array>;
+  /**
+   * `text` spoken by the catalogue voice `voice`, 48 kHz mono PCM, chunk by chunk as it is produced;
+   * `trace`: where the span of a request to a speech service goes.
+   */
+  synthesize(text: string, voice: string, signal: AbortSignal, trace?: SpanParent): AsyncIterable<Int16Array>;
   health(): EngineHealth;
   close?(): Promise<void>;
 }

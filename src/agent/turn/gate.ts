@@ -6,7 +6,7 @@
 // of it (`skip`) so the audio context it reads before the next window is right. The hangover outlasts
 // Silero's own lag after a voice stops (≈ 80–180 ms), so the silence that ends a turn is still timed
 // by Silero; its recurrent state, though, enters each utterance from a shorter history, which moves a
-// turn's boundaries by at most one window (test/unit/speech-turn-detector.test.ts).
+// turn's boundaries by at most one window (test/engines/vad.test.ts).
 import type { Vad, VadProvider } from './types.js';
 import { WebRtcVad } from './webrtc.js';
 

@@ -3,11 +3,12 @@
 // (media/stillImage.ts) into the picture the turn's user message carries. A browser that ignores the
 // request leaves the last key frame it sent, if any; a decode that fails is told as a recoverable
 // stage failure, and the turn goes on without the picture.
-import type { StillDecoder, StillImage } from '../../media/stillImage.js';
+import { StillImageError, type StillDecoder, type StillImage } from '../../media/stillImage.js';
 import type { VideoFrameInfo } from '../../media/videoReceiver.js';
 
 export interface CameraDeps {
-  decoder: StillDecoder;
+  /** The node's decoder, for this call's key. */
+  decoder: Pick<StillDecoder, 'decode'>;
   /** Asks the caller's browser for a key frame (false: the stack could not send the request). */
   requestKeyframe(): boolean;
   /** How long to wait for the requested key frame before using the last one (or none). */
@@ -124,7 +125,9 @@ export class Camera {
       return image;
     } catch (err) {
       clearTimeout(late);
-      this.deps.failed('frame_decode_failed', `The camera's picture could not be decoded: ${(err as Error).message}`, err as Error);
+      // The node too busy is not the camera's fault.
+      if (err instanceof StillImageError && err.serverBusy) this.deps.failed('server_busy', `The camera's picture was not decoded: ${err.message}`, err);
+      else this.deps.failed('frame_decode_failed', `The camera's picture could not be decoded: ${(err as Error).message}`, err as Error);
       return undefined;
     }
   }

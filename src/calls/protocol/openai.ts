@@ -6,10 +6,12 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import { randomId } from '../../system/ids.js';
 import type { ResponseRequest } from '../../agent/types.js';
-import { imageDataUrl, newItemId, type ContentPart, type Item } from '../../session/conversation.js';
-import type { CallEvent, ResponseInfo } from '../../session/events.js';
+import { newItemId, type ContentPart, type Item } from '../../session/conversation.js';
+import { itemFromWire as wireToItem, wireItem } from '../../session/openaiWire.js';
+import { noEventLeft, type CallEvent, type ResponseInfo } from '../../session/events.js';
 import type { SessionDefaults } from '../../session/session.js';
 import { MAX_AUDIO_MESSAGE_BYTES, MAX_MESSAGE_BYTES, readClientMessage } from './message.js';
+import { StillImageError } from '../../media/stillImage.js';
 import { applyOpenAiSession, openAiSessionObject, paramProblem, ToolChoiceSchema, toolChoiceOf, type ParamProblem } from './openaiSession.js';
 import type { CallControl, ClientProtocol } from './types.js';
 
@@ -90,37 +92,6 @@ type ClientEvent<T extends ClientEventType> = Static<(typeof CLIENT_EVENTS)[T]> 
 const ajv = new Ajv({ strict: false });
 const validators = Object.fromEntries(Object.entries(CLIENT_EVENTS).map(([type, schema]) => [type, ajv.compile(schema)])) as Record<ClientEventType, ReturnType<typeof ajv.compile>>;
 
-/** An item as the wire carries it. */
-export function wireItem(item: Item): Record<string, unknown> {
-  const base = { id: item.id, object: 'realtime.item', type: item.type, status: item.status };
-  switch (item.type) {
-    case 'message':
-      // A picture goes out as the JPEG kept of it (not the original the client sent).
-      return { ...base, role: item.role, content: item.content.map((c) => (c.type === 'input_image' ? { type: 'input_image', image_url: imageDataUrl(c.image), detail: c.detail } : { ...c })) };
-    case 'function_call':
-      return { ...base, call_id: item.callId, name: item.name, arguments: item.arguments };
-    case 'function_call_output':
-      return { ...base, call_id: item.callId, output: item.output };
-    case 'mcp_list_tools':
-      return { id: item.id, type: item.type, server_label: item.serverLabel, tools: item.tools.map((t) => ({ name: t.name, description: t.description ?? null, input_schema: t.inputSchema, annotations: null })) };
-    case 'mcp_call':
-      return {
-        id: item.id,
-        type: item.type,
-        server_label: item.serverLabel,
-        name: item.name,
-        arguments: item.arguments,
-        approval_request_id: item.approvalRequestId,
-        output: item.output,
-        error: item.error === null ? null : { type: 'tool_execution_error', message: item.error },
-      };
-    case 'mcp_approval_request':
-      return { id: item.id, type: item.type, server_label: item.serverLabel, name: item.name, arguments: item.arguments };
-    case 'mcp_approval_response':
-      return { id: item.id, type: item.type, approval_request_id: item.approvalRequestId, approve: item.approve, reason: item.reason };
-  }
-}
-
 /** The audio of a client's user item (its first audio part that carries some), to transcribe. */
 function audioOf(w: Static<typeof ItemSchema>): string | undefined {
   if (w.type !== undefined && w.type !== 'message') return undefined;
@@ -129,18 +100,10 @@ function audioOf(w: Static<typeof ItemSchema>): string | undefined {
   return undefined;
 }
 
-/** A client's item in Parley's terms. */
+/** A client's item in Parley's terms (its pictures are decoded first: itemWithImages). */
 function itemFromWire(w: Static<typeof ItemSchema>): Item {
-  const id = w.id ?? newItemId();
-  if (w.type === 'function_call_output') return { id, type: 'function_call_output', status: 'completed', callId: w.call_id, output: w.output };
-  if (w.type === 'function_call') return { id, type: 'function_call', status: 'completed', callId: w.call_id, name: w.name, arguments: w.arguments };
-  if (w.type === 'mcp_approval_response') return { id, type: 'mcp_approval_response', status: 'completed', approvalRequestId: w.approval_request_id, approve: w.approve, reason: w.reason ?? null };
-  const content = w.content.map((c): ContentPart => {
-    if (c.type === 'input_image') throw new Error('input_image parts are decoded before the item is made (withImages)');
-    if ('text' in c) return w.role === 'assistant' ? { type: 'output_text', text: c.text } : { type: 'input_text', text: c.text };
-    return w.role === 'assistant' ? { type: 'output_audio', transcript: c.transcript ?? null } : { type: 'input_audio', transcript: c.transcript ?? null };
-  });
-  return { id, type: 'message', role: w.role, status: 'completed', content };
+  if ('content' in w && w.content.some((c) => c.type === 'input_image')) throw new Error('input_image parts are decoded before the item is made (withImages)');
+  return wireToItem({ ...w, id: w.id ?? newItemId() })!;
 }
 
 type WireItem = Static<typeof ItemSchema>;
@@ -170,8 +133,8 @@ async function itemWithImages(w: WireItem, control: CallControl): Promise<Item> 
       const image = await control.decodeImage(bytes);
       parts.push({ type: 'input_image', image, detail: c.detail ?? 'auto', source: 'client' });
     } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (code === 'decoder_busy') throw problem('server_busy', (err as Error).message, 'item.content.image_url', 'server_error');
+      // A full decoder or a decode timed out is the server's state, not the client's picture.
+      if (err instanceof StillImageError && err.serverBusy) throw problem('server_busy', err.message, 'item.content.image_url', 'server_error');
       throw problem('invalid_image', `input_image could not be read as an image: ${(err as Error).message}`, 'item.content.image_url');
     }
   }
@@ -243,7 +206,8 @@ export function openAiProtocol(defaults: SessionDefaults) {
       'session.update': (e) => {
         const result = applyOpenAiSession(control.session(), e.session, defaults.turnDetection);
         if (!result.ok) return result.problem;
-        control.updateSession(result.session);
+        const applied = control.updateSession(result.session);
+        if (!applied.ok) return { code: applied.code, message: applied.message, param: 'session.model' };
         emit({ type: 'session.updated', session: sessionObject() });
       },
       'input_audio_buffer.append': (e) => {
@@ -445,6 +409,8 @@ export function openAiProtocol(defaults: SessionDefaults) {
           return fail({ type: 'server_error', code: event.code, message: event.message });
         case 'response.interrupted':
           return;
+        default:
+          return noEventLeft(event);
       }
     }
 

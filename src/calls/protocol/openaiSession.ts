@@ -7,8 +7,12 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
 import { VOICES } from '../../session/catalog.js';
 import { MAX_INSTRUCTIONS } from '../../session/params.js';
+import { ENCODING_OF } from '../../session/openaiWire.js';
 import { defaultSession, type Session, type SessionDefaults, type TurnDetection } from '../../session/session.js';
 import type { McpServer, ToolChoice } from '../../session/tools.js';
+
+/** The session object is written where both sides of the protocol share it. */
+export { openAiSessionObject } from '../../session/openaiWire.js';
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
@@ -35,8 +39,6 @@ const AudioFormat = Type.Union([
   Type.Object({ type: Type.Literal('audio/pcmu') }),
   Type.Object({ type: Type.Literal('audio/pcma') }),
 ]);
-const ENCODING_OF = { 'audio/pcm': 'pcm16', 'audio/pcmu': 'pcmu', 'audio/pcma': 'pcma' } as const;
-const FORMAT_OF = { pcm16: { type: 'audio/pcm', rate: 24000 }, pcmu: { type: 'audio/pcmu' }, pcma: { type: 'audio/pcma' } } as const;
 
 /** OpenAI's noise_reduction: `near_field` (headsets) or `far_field` (laptops, rooms); null turns it off. */
 const NoiseReductionSchema = Type.Object({ type: Type.Union([Type.Literal('near_field'), Type.Literal('far_field')]) });
@@ -229,77 +231,5 @@ function turnDetectionOf(wire: Static<typeof ServerVad> | Static<typeof Semantic
     prefixPaddingMs: wire.prefix_padding_ms ?? defaults.prefixPaddingMs,
     silenceMs: wire.silence_duration_ms ?? defaults.silenceMs,
     idleTimeoutMs: wire.idle_timeout_ms ?? null,
-  };
-}
-
-/** The session object OpenAI's clients read. */
-export function openAiSessionObject(session: Session, id: string) {
-  const td = session.turnDetection;
-  const turnDetection =
-    td.type === 'none'
-      ? null
-      : td.type === 'semantic_vad'
-        ? { type: 'semantic_vad', eagerness: 'auto', create_response: td.createResponse, interrupt_response: td.interruptResponse }
-        : {
-            type: 'server_vad',
-            threshold: td.threshold,
-            prefix_padding_ms: td.prefixPaddingMs,
-            silence_duration_ms: td.silenceMs,
-            idle_timeout_ms: td.idleTimeoutMs,
-            create_response: td.createResponse,
-            interrupt_response: td.interruptResponse,
-          };
-  if (session.kind === 'transcription') {
-    return {
-      type: 'transcription',
-      object: 'realtime.transcription_session',
-      id,
-      expires_at: 0,
-      include: session.include ?? null,
-      audio: {
-        input: {
-          format: FORMAT_OF[session.inputAudio ?? 'pcm16'],
-          transcription: { model: 'parley', language: 'en', prompt: '' },
-          noise_reduction: session.noiseReduction ? { type: session.noiseReduction } : null,
-          turn_detection: turnDetection,
-        },
-      },
-    };
-  }
-  return {
-    type: 'realtime',
-    object: 'realtime.session',
-    id,
-    model: session.model,
-    output_modalities: session.outputModalities,
-    instructions: session.instructions ?? '',
-    tools: [
-      ...session.tools.map((t) => ({ type: 'function', name: t.name, description: t.description ?? '', parameters: t.parameters ?? { type: 'object', properties: {} } })),
-      // Headers hold credentials: never written back.
-      ...(session.mcpServers ?? []).map((m) => ({
-        type: 'mcp',
-        server_label: m.label,
-        server_url: m.url,
-        allowed_tools: m.allowedTools ?? null,
-        require_approval: typeof m.requireApproval === 'string' ? m.requireApproval : { never: { tool_names: m.requireApproval.never } },
-        headers: null,
-      })),
-    ],
-    tool_choice: typeof session.toolChoice === 'string' ? session.toolChoice : { type: 'function', name: session.toolChoice.name },
-    max_output_tokens: session.maxOutputTokens ?? 'inf',
-    tracing: null,
-    prompt: null,
-    truncation: 'auto',
-    expires_at: 0,
-    include: session.include ?? null,
-    audio: {
-      input: {
-        format: FORMAT_OF[session.inputAudio ?? 'pcm16'],
-        transcription: session.transcribeInput ? { model: 'parley' } : null,
-        noise_reduction: session.noiseReduction ? { type: session.noiseReduction } : null,
-        turn_detection: turnDetection,
-      },
-      output: { format: FORMAT_OF[session.outputAudio ?? 'pcm16'], voice: session.voice, speed: 1 },
-    },
   };
 }

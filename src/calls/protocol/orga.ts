@@ -4,10 +4,10 @@
 import { Type } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import { itemText, newItemId, type Item } from '../../session/conversation.js';
-import type { CallEvent } from '../../session/events.js';
+import { noEventLeft, type CallEvent } from '../../session/events.js';
 import { readClientMessage } from './message.js';
-import { applySessionUpdate, orgaSessionObject } from './orgaSession.js';
-import type { CallControl, ClientProtocol } from './types.js';
+import { orgaSessionObject, sessionUpdater, type SessionUpdater } from './orgaSession.js';
+import type { CallControl, ClientProtocol, ProtocolFactory } from './types.js';
 
 const MAX_TEXT_CHARS = 4096;
 
@@ -21,7 +21,13 @@ const ItemCreate = Type.Object({
 });
 const validateItemCreate = new Ajv({ strict: false }).compile(ItemCreate);
 
-export function orgaProtocol(control: CallControl, send: (message: object) => void): ClientProtocol {
+/** The Orga protocol for a catalogue whose ids and aliases are `models`. */
+export function orgaProtocol(models: readonly string[]): ProtocolFactory {
+  const applySessionUpdate = sessionUpdater(models);
+  return (control, send) => orgaClientProtocol(control, send, applySessionUpdate);
+}
+
+function orgaClientProtocol(control: CallControl, send: (message: object) => void, applySessionUpdate: SessionUpdater): ClientProtocol {
   const error = (code: string, message: string, extra: Record<string, unknown> = {}) =>
     send({ type: 'error', error: { type: 'invalid_request_error', code, message, param: null, ...extra } });
 
@@ -33,7 +39,8 @@ export function orgaProtocol(control: CallControl, send: (message: object) => vo
       if (!result.ok) {
         return error('invalid_session_update', result.detail.map((d) => `${d.loc.slice(1).join('.')}: ${d.msg}`).join('; '), { detail: result.detail });
       }
-      control.updateSession(result.session);
+      const applied = control.updateSession(result.session);
+      if (!applied.ok) return error(applied.code, applied.message);
       send({ type: 'session.updated', session: orgaSessionObject(control.session(), control.id) });
     },
     'response.cancel': () => {
@@ -109,8 +116,34 @@ export function orgaProtocol(control: CallControl, send: (message: object) => vo
             type: 'error',
             error: { type: event.kind, code: event.code, message: event.message, param: event.param ?? null, ...(event.detail !== undefined ? { detail: event.detail } : {}) },
           });
-        default:
+        // Not in Orga's protocol: its clients hear the turn, the reply's text and audio, and errors.
+        case 'input.committed':
+        case 'input.cleared':
+        case 'input.timeout_triggered':
+        case 'input.dtmf':
+        case 'transcription.delta':
+        case 'transcription.failed':
+        case 'item.added':
+        case 'item.done':
+        case 'item.deleted':
+        case 'item.truncated':
+        case 'response.created':
+        case 'response.output_item.added':
+        case 'response.text.done':
+        case 'response.function_call_arguments.delta':
+        case 'response.function_call_arguments.done':
+        case 'mcp.list_tools':
+        case 'response.mcp_call_arguments.delta':
+        case 'response.mcp_call_arguments.done':
+        case 'response.mcp_call':
+        case 'response.audio.done':
+        case 'response.done':
+        case 'output_audio.started':
+        case 'output_audio.cleared':
+        case 'output_audio.delta':
           return;
+        default:
+          return noEventLeft(event);
       }
     },
 

@@ -1,8 +1,8 @@
 // The Orga clients' view of a session: `params` in, `session.update` data in, the session object
 // of `session.created`/`session.updated` out.
 import { Type } from '@sinclair/typebox';
-import { Ajv } from 'ajv';
-import { CallParams, type CallParamsInput } from '../../session/params.js';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { callParamsSchema, type CallParamsInput } from '../../session/params.js';
 import { defaultSession, type Session, type SessionDefaults } from '../../session/session.js';
 import { toPydanticDetail, type ValidationDetailBody } from '../../session/validation.js';
 
@@ -21,14 +21,17 @@ export function sessionFromParams(input: CallParamsInput, defaults: SessionDefau
   };
 }
 
-const { voice, model, temperature, return_transcription, instructions, modalities } = CallParams.properties;
-const SessionUpdate = Type.Object({ voice, model, temperature, return_transcription, instructions, modalities });
-const validateUpdate = new Ajv({ allErrors: true, strict: false }).compile(SessionUpdate);
-
 export type SessionUpdateResult = { ok: true; session: Session } | { ok: false; detail: ValidationDetailBody[] };
+export type SessionUpdater = (current: Session, data: unknown) => SessionUpdateResult;
 
-/** `session.update` data applied to the live session; unknown fields are ignored, as in params. */
-export function applySessionUpdate(current: Session, data: unknown): SessionUpdateResult {
+/** Applies `session.update` data to the live session (unknown fields are ignored, as in params); `models`: the catalogue's names. */
+export function sessionUpdater(models: readonly string[]): SessionUpdater {
+  const { voice, model, temperature, return_transcription, instructions, modalities } = callParamsSchema(models).properties;
+  const validateUpdate = new Ajv({ allErrors: true, strict: false }).compile(Type.Object({ voice, model, temperature, return_transcription, instructions, modalities }));
+  return (current, data) => applySessionUpdate(validateUpdate, current, data);
+}
+
+function applySessionUpdate(validateUpdate: ValidateFunction, current: Session, data: unknown): SessionUpdateResult {
   if (!validateUpdate(data)) return { ok: false, detail: toPydanticDetail(validateUpdate.errors ?? [], 'data', data) };
   const u = data as Partial<CallParamsInput>;
   return {

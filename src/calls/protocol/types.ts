@@ -12,8 +12,8 @@ export interface CallControl {
   readonly id: string;
   readonly conversation: Conversation;
   session(): Session;
-  /** Applies a new session (the agent follows; the record is updated). */
-  updateSession(next: Session): void;
+  /** Applies a new session (the agent follows; the record is updated); refused for a model the call's key may not use. */
+  updateSession(next: Session): Refusal;
   /**
    * A client's image as the picture an item carries (decoded, scaled, JPEG); rejects with a message
    * for the client when it is not an image, the node is too busy, or the call's model takes none.

@@ -19,7 +19,7 @@ import { RtpSession } from '../../media/rtpSession.js';
 import { SRTP_KEY_BYTES, SRTP_SALT_BYTES, SrtpChannel } from '../../media/srtp.js';
 import { TelephoneEvents } from '../../media/telephoneEvent.js';
 import { rtpQuality, type WireQuality } from '../callFigures.js';
-import type { MediaTrackTransport, TransportEvents } from '../transport.js';
+import type { MediaTrackTransport, TransportEvents, WireOutcome } from '../transport.js';
 import { answerDirection, type AudioOffer } from './sdp.js';
 
 /** An outbound call's reception before the callee answered. */
@@ -37,6 +37,8 @@ interface Endpoint {
 export interface SipMediaOptions {
   /** A caller that sends neither RTP nor RTCP for this long is gone: the call ends (media_timeout). 0: never. */
   inactivityTimeoutMs: number;
+  /** The clock the media timeout reads, ms (performance.now; a test's fake one). */
+  now?: () => number;
 }
 
 /** The dialog's side of the call, as the transport needs it. */
@@ -74,11 +76,17 @@ export class SipTransport implements MediaTrackTransport {
   private srtp: SrtpChannel | undefined;
   /**
    * The final SIP status of an outbound call's INVITE (200 answered, 486 busy, 487 after our CANCEL
-   * at the ring timeout…), for its record and webhooks; undefined for an incoming call.
+   * at the ring timeout…), set by the SIP door; undefined for an incoming call.
    */
   sipStatus: number | undefined;
-  /** When the caller's RTP or RTCP last came (performance.now()), and the timer watching it. */
+
+  /** The call's outcome on this wire (its record and webhooks): the outbound INVITE's final status. */
+  get outcome(): WireOutcome | undefined {
+    return this.sipStatus === undefined ? undefined : { wire: this.kind, code: this.sipStatus };
+  }
+  /** When the caller's RTP or RTCP last came (options.now()), and the timer watching it. */
   private lastHeard = 0;
+  private readonly now: () => number;
   private inactivity: NodeJS.Timeout | undefined;
 
   private constructor(
@@ -86,6 +94,7 @@ export class SipTransport implements MediaTrackTransport {
     private readonly rtcp: Socket,
     private readonly options: SipMediaOptions,
   ) {
+    this.now = options.now ?? (() => performance.now());
     rtp.on('message', (packet: Buffer, from: RemoteInfo) => this.media && this.guardedRtp(packet, from));
     rtcp.on('message', (packet: Buffer, from: RemoteInfo) => this.media && this.guardedRtcp(packet, from));
   }
@@ -222,11 +231,11 @@ export class SipTransport implements MediaTrackTransport {
   private watchInactivity(): void {
     const timeout = this.options.inactivityTimeoutMs;
     if (timeout === 0) return;
-    this.lastHeard = performance.now();
+    this.lastHeard = this.now();
     this.inactivity = setInterval(() => {
       const silentByOffer = this.offer.direction === 'recvonly' || this.offer.direction === 'inactive' || this.offer.address === '0.0.0.0';
-      if (silentByOffer) this.lastHeard = performance.now();
-      else if (performance.now() - this.lastHeard > timeout) {
+      if (silentByOffer) this.lastHeard = this.now();
+      else if (this.now() - this.lastHeard > timeout) {
         clearInterval(this.inactivity);
         this.events?.lost('media_timeout');
       }
@@ -261,7 +270,7 @@ export class SipTransport implements MediaTrackTransport {
       this.rtpLatched = true;
       this.rtpPeer = { address: from.address, port: from.port };
     }
-    this.lastHeard = performance.now();
+    this.lastHeard = this.now();
     this.events?.activity();
     // The caller's comfort noise says it is there; the silence it stands for is not played to the agent.
     if (comfortNoise) return;
@@ -285,7 +294,7 @@ export class SipTransport implements MediaTrackTransport {
       this.rtcpLatched = true;
       this.rtcpPeer = { address: from.address, port: from.port };
     }
-    this.lastHeard = performance.now();
+    this.lastHeard = this.now();
   }
 
   private sendRtcp(packet: Buffer): boolean {

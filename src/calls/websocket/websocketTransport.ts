@@ -1,9 +1,7 @@
 // A call over a WebSocket (OpenAI's Realtime WebSocket interface): the socket is the event channel,
 // and audio travels inside events, base64 in the session's encoding (PCM 24 kHz, G.711 8 kHz) —
-// decoded and framed here for the agent, and the agent's speech encoded here and sent in 100 ms
-// pieces as a real-time service sends it: a little ahead of the client's playback (`leadMs`), so a
-// reply can still be cancelled while it is heard. The client plays it as it arrives: its playout is
-// kept as a timeline (playoutTimeline.ts).
+// decoded and framed here for the agent, and the agent's speech encoded here, paced out a little
+// ahead of the client's playback (pacedOutput.ts).
 // What the client's messages cost is bounded a turn of the event loop (inboundWork.ts); a long append
 // is handled a piece at a time, in the same bound.
 import type { WebSocket } from 'ws';
@@ -14,7 +12,7 @@ import type { Session } from '../../session/session.js';
 import { bytesOnlyQuality, type AudioTally, type WireQuality } from '../callFigures.js';
 import type { EventAudio, EventAudioTransport, TransportEvents } from '../transport.js';
 import { InboundWork } from './inboundWork.js';
-import { PlayoutTimeline } from './playoutTimeline.js';
+import { PacedOutput } from './pacedOutput.js';
 import { websocketChannel } from './websocketChannel.js';
 
 /**
@@ -22,9 +20,6 @@ import { websocketChannel } from './websocketChannel.js';
  * characters, so each piece decodes to whole 16-bit samples.
  */
 const APPEND_PIECE_CHARS = 64 * 1024;
-
-/** The agent's audio goes out in pieces of this much (48 kHz samples: 100 ms). */
-const OUTPUT_PIECE_SAMPLES = 4800;
 
 /** Close codes (RFC 6455): going away (shutdown), policy (a client too slow to read), normal. */
 const CLOSE_CODE: Record<string, number> = { server_shutdown: 1001, client_too_slow: 1008 };
@@ -36,7 +31,7 @@ export class WebSocketTransport implements EventAudioTransport {
   readonly eventAudio: EventAudio;
   private events: TransportEvents | undefined;
   private sendOutput: (audio: string) => void = () => {};
-  private readonly playout = new PlayoutTimeline();
+  private readonly output: PacedOutput;
   private socket: WebSocket | undefined;
   /** Where the client's messages, and the pieces of a long append, wait their turn. */
   private inbound: InboundWork | undefined;
@@ -51,12 +46,6 @@ export class WebSocketTransport implements EventAudioTransport {
   /** Wire audio bytes each way and the seconds they carried, for the call's bitrates. */
   private readonly received: AudioTally = { bytes: 0, seconds: 0 };
   private readonly sent: AudioTally = { bytes: 0, seconds: 0 };
-  /** The agent's audio written and not sent yet (48 kHz), in pieces, and how long it plays. */
-  private readonly unsent: Int16Array[] = [];
-  private unsentMs = 0;
-  private pumpTimer: NodeJS.Timeout | undefined;
-  /** Told once everything written has been sent (or dropped). */
-  private allSent: (() => void)[] = [];
 
   /**
    * `maxUnsentBytes`: what a client that does not read may leave unsent before its session ends;
@@ -64,35 +53,10 @@ export class WebSocketTransport implements EventAudioTransport {
    */
   constructor(
     private readonly maxUnsentBytes: number,
-    private readonly leadMs = 500,
+    leadMs = 500,
   ) {
-    const playout = this.playout;
-    const transport = this;
-    this.audioOut = {
-      write: (pcm) => {
-        if (this.closed) return;
-        // Unpaced, each piece of speech goes out whole, as it was synthesised.
-        const piece = this.leadMs === 0 ? pcm.length : OUTPUT_PIECE_SAMPLES;
-        for (let at = 0; at < pcm.length; at += piece) {
-          this.unsent.push(pcm.subarray(at, at + piece));
-          this.unsentMs += (Math.min(piece, pcm.length - at) * 1000) / SAMPLE_RATE;
-        }
-        this.pump();
-      },
-      // What was sent is the client's: only what was not sent yet is dropped (an OpenAI client
-      // truncates the item itself, to what it played), and the client is taken to stop playing now.
-      clear: () => {
-        const dropped = this.dropUnsent();
-        playout.stop();
-        return dropped;
-      },
-      get queuedMs() {
-        return playout.queuedMs + transport.unsentMs;
-      },
-      sent: () => (this.unsent.length ? new Promise<void>((resolve) => this.allSent.push(resolve)) : Promise.resolve()),
-      onPlayback: (listener) => playout.onPlayback(listener),
-      clientTruncates: true,
-    };
+    this.output = new PacedOutput({ leadMs, send: (pcm) => this.sendPiece(pcm) });
+    this.audioOut = this.output.audioOut;
     this.eventAudio = {
       sessionChanged: (session) => this.sessionChanged(session),
       append: (audio) => this.appendAudio(audio),
@@ -131,44 +95,14 @@ export class WebSocketTransport implements EventAudioTransport {
     }
   }
 
-  /** Sends the agent's audio while the client's playback is less than `leadMs` ahead; the rest later. */
-  private pump(): void {
-    clearTimeout(this.pumpTimer);
-    this.pumpTimer = undefined;
-    // A piece goes out when it keeps the client at most leadMs ahead (or when nothing is queued).
-    const fits = () => this.leadMs === 0 || this.playout.queuedMs === 0 || this.playout.queuedMs + (this.unsent[0]!.length * 1000) / SAMPLE_RATE <= this.leadMs;
-    while (this.unsent.length && !this.closed && fits()) {
-      const pcm = this.unsent.shift()!;
-      const ms = (pcm.length * 1000) / SAMPLE_RATE;
-      this.unsentMs = this.unsent.length ? this.unsentMs - ms : 0;
-      const wire = encodeWireAudio(this.fromAgent(pcm), this.outputEncoding);
-      this.sent.bytes += wire.length;
-      this.sent.seconds += pcm.length / SAMPLE_RATE;
-      this.sendOutput(wire.toString('base64'));
-      // The client plays it from now on, after what it was sent before.
-      this.events?.agentAudio(pcm);
-      this.playout.sent(ms);
-    }
-    if (this.unsent.length && !this.closed) {
-      this.pumpTimer = setTimeout(() => this.pump(), Math.max(5, this.playout.queuedMs + (this.unsent[0]!.length * 1000) / SAMPLE_RATE - this.leadMs));
-    } else this.tellAllSent();
-  }
-
-  /** Drops the audio not sent yet; returns how long it would have played. */
-  private dropUnsent(): number {
-    const dropped = this.unsentMs;
-    this.unsent.length = 0;
-    this.unsentMs = 0;
-    clearTimeout(this.pumpTimer);
-    this.pumpTimer = undefined;
-    this.tellAllSent();
-    return dropped;
-  }
-
-  private tellAllSent(): void {
-    const waiting = this.allSent;
-    this.allSent = [];
-    for (const resolve of waiting) resolve();
+  /** A piece of the agent's audio, due now: encoded for the wire and sent inside an event. */
+  private sendPiece(pcm: Int16Array): void {
+    const wire = encodeWireAudio(this.fromAgent(pcm), this.outputEncoding);
+    this.sent.bytes += wire.length;
+    this.sent.seconds += pcm.length / SAMPLE_RATE;
+    this.sendOutput(wire.toString('base64'));
+    // The client plays it from now on.
+    this.events?.agentAudio(pcm);
   }
 
   /**
@@ -219,8 +153,7 @@ export class WebSocketTransport implements EventAudioTransport {
     if (this.closed) return;
     this.closed = true;
     // Nothing plays after the call's end.
-    this.dropUnsent();
-    this.playout.stop();
+    this.output.close();
     const socket = this.socket;
     if (!socket) return;
     if (reason === 'client_too_slow') return void socket.terminate();

@@ -4,6 +4,7 @@
 // every request that changes something also wants the X-Parley-Console header, which a form or a
 // link from another site cannot send (with SameSite=Strict, the guard against cross-site requests).
 // The routes are left out of the OpenAPI document: they are the page's, not the API.
+import { round } from '../../calls/callFigures.js';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../../services.js';
@@ -150,9 +151,12 @@ export const consoleRoutes = (services: Services): FastifyPluginAsync => async (
     },
   );
 
-  app.get(api + '/keys', { onRequest: requireSession, schema: { ...hidden, response: { 200: ApiKeysResponse, 401: ErrorBody } } }, async () => ({
-    data: (await services.apiKeys.list()).map(apiKeyView),
-  }));
+  app.get(api + '/keys', { onRequest: requireSession, schema: { ...hidden, response: { 200: ApiKeysResponse, 401: ErrorBody } } }, async () => {
+    const since = new Date(Date.now() - 30 * 86_400_000).toISOString();
+    const [keys, usage] = await Promise.all([services.apiKeys.list(), services.conversations.usageByKey(since)]);
+    const none = { calls: 0, input_tokens: 0, output_tokens: 0, caller_audio_s: 0, agent_audio_s: 0 };
+    return { data: keys.map((k) => ({ ...apiKeyView(k), usage_30d: { ...none, ...usage.get(k.id), caller_audio_s: round(usage.get(k.id)?.caller_audio_s ?? 0), agent_audio_s: round(usage.get(k.id)?.agent_audio_s ?? 0) } })) };
+  });
 
   app.post<{ Body: { name: string } }>(
     api + '/keys',

@@ -18,6 +18,7 @@ export const LiveCall = Type.Object({
   api_key_id: Type.String(),
   state: Type.String(),
   transport: Type.String({ description: 'webrtc or websocket' }),
+  model: Type.String({ description: "The catalogue model running the call now (its fallback's, after its model failed)" }),
   started_at: Type.String(),
   connected_at: Nullable(Type.String()),
   duration_s: Type.Number({ description: 'Seconds since the call was created' }),
@@ -65,7 +66,18 @@ export const ApiKeyView = Type.Object({
   revoked_at: Nullable(Type.String()),
 });
 
-export const ApiKeysResponse = Type.Object({ data: Type.Array(ApiKeyView) });
+const KeyUsageView = Type.Object(
+  {
+    calls: Type.Integer(),
+    input_tokens: Type.Integer({ description: "Model input tokens over the key's calls (realtime models upstream: as they reported)" }),
+    output_tokens: Type.Integer(),
+    caller_audio_s: Type.Number(),
+    agent_audio_s: Type.Number(),
+  },
+  { description: 'Summed over the calls of the last 30 days that ended' },
+);
+
+export const ApiKeysResponse = Type.Object({ data: Type.Array(Type.Object({ ...ApiKeyView.properties, usage_30d: KeyUsageView })) });
 export const CreatedApiKey = Type.Object({ ...ApiKeyView.properties, key: Type.String({ description: 'The key itself: shown this once' }) });
 const WebhookEndpointView = Type.Object({
   id: Type.String(),
@@ -118,6 +130,7 @@ export function liveCallView(call: Call, now = Date.now()): Static<typeof LiveCa
     api_key_id: call.apiKeyId,
     state: call.state,
     transport: call.transportKind,
+    model: call.model,
     started_at: call.startedAt.toISOString(),
     connected_at: call.connectedAt?.toISOString() ?? null,
     duration_s: round((now - call.startedAt.getTime()) / 1000),

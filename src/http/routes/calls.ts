@@ -1,20 +1,21 @@
 // POST /v1/realtime/calls: an SDP offer becomes an SDP answer and a live call.
+import { modelNames } from '../../config/models.js';
 import type { FastifyPluginAsync } from 'fastify';
 import { sessionFromParams } from '../../calls/protocol/orgaSession.js';
 import type { Services } from '../../services.js';
 import { requireToken } from '../auth.js';
-import { HttpError, ValidationFailure, shapeA } from '../errors.js';
-import { passCallsWhenFull } from '../nodeForwarding.js';
+import { ValidationFailure } from '../errors.js';
+import { keepBodyWhenFull, sendAnswer } from '../nodeForwarding.js';
 import { callFromOffer } from '../offerCall.js';
-import { callLimited } from '../rateLimits.js';
-import { CallsBody, CallsResponse, type CallsBodyInput } from '../schemas.js';
+import { callSchemas, CallsResponse, type CallsBodyInput } from '../schemas.js';
 
 export const callRoutes = (services: Services): FastifyPluginAsync => async (app) => {
+  const { CallsBody } = callSchemas(modelNames(services.config.MODELS));
   app.post<{ Body: CallsBodyInput }>(
     '/v1/realtime/calls',
     {
       onRequest: requireToken(services),
-      preParsing: passCallsWhenFull(services),
+      preParsing: keepBodyWhenFull(services),
       schema: {
         summary: 'Create a call: SDP offer in, SDP answer and conversation_id out (ephemeral token)',
         tags: ['realtime'],
@@ -22,12 +23,13 @@ export const callRoutes = (services: Services): FastifyPluginAsync => async (app
         response: { 200: CallsResponse, 401: { $ref: 'ShapeA#' }, 403: { $ref: 'ShapeA#' }, 422: { $ref: 'ShapeB#' }, 429: { $ref: 'ShapeA#' }, 503: { $ref: 'ShapeA#' } },
       },
     },
-    async (req) => {
+    async (req, reply) => {
       const { offer } = req.body;
       const sdpProblem = (msg: string) => ({ type: 'value_error', loc: ['body', 'offer', 'sdp'], msg: `Value error, ${msg}`, input: null });
       const resume = await resumeThread(services, req.apiKeyId!, req.body.params.conversation_id);
-      const { answerSdp, conversationId } = await callFromOffer(
+      const outcome = await callFromOffer(
         services,
+        req,
         {
           ...(resume ? { resume } : {}),
           apiKeyId: req.apiKeyId!,
@@ -39,13 +41,13 @@ export const callRoutes = (services: Services): FastifyPluginAsync => async (app
           protocol: 'orga',
         },
         {
+          form: 'orga',
           unusable: (problems) => new ValidationFailure(problems.map(sdpProblem)),
           rejected: (message) => new ValidationFailure([sdpProblem(`the SDP offer could not be applied: ${message}`)]),
-          busy: (message) => new HttpError(503, shapeA(message), { 'Retry-After': '5' }),
-          limited: (err) => callLimited('orga', err, services.metrics),
         },
       );
-      return { answer: { sdp: answerSdp, type: 'answer' as const }, conversation_id: conversationId };
+      if ('placed' in outcome) return sendAnswer(reply, outcome.placed);
+      return { answer: { sdp: outcome.answerSdp, type: 'answer' as const }, conversation_id: outcome.conversationId };
     },
   );
 };

@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { CallQualitySchema, CallUsageSchema } from '../../calls/callFigures.js';
 import type { Services } from '../../services.js';
-import type { ConversationRecord } from '../../storage/conversations.js';
+import { sipStatusOf, type ConversationRecord } from '../../storage/conversations.js';
 import { requireApiKey } from '../auth.js';
 import { HttpError, shapeA } from '../errors.js';
 import type { OpenApiRouteConfig } from '../openapi.js';
@@ -126,7 +126,7 @@ export function recordLifecycle(record: ConversationRecord) {
   return {
     state: record.state,
     end_reason: record.endReason,
-    sip_status: record.sipStatus,
+    sip_status: sipStatusOf(record.outcome),
     created_at: record.createdAt,
     connected_at: record.connectedAt,
     ended_at: record.endedAt,

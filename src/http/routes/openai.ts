@@ -8,10 +8,9 @@ import type { Session } from '../../session/session.js';
 import type { Services } from '../../services.js';
 import { CLIENT_SECRET_PREFIX, openAiKeyError, requireApiKey, requireToken, requireTokenOrApiKey } from '../auth.js';
 import { HttpError, openAiError } from '../errors.js';
-import { forwardTo, passCallsWhenFull, sendAnswer } from '../nodeForwarding.js';
+import { forwardTo, keepBodyWhenFull, sendAnswer } from '../nodeForwarding.js';
 import { callFromOffer } from '../offerCall.js';
 import type { OpenApiRouteConfig } from '../openapi.js';
-import { callLimited } from '../rateLimits.js';
 
 /** OpenAI's client secrets live 10 s to 2 h, 10 min unless asked. */
 const ClientSecretsCreate = Type.Object({
@@ -106,7 +105,7 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
         summary: "OpenAI's client secret: an ephemeral key (ek_…) for a browser, with the call's initial session (API key)",
         tags: ['openai'],
         body: ClientSecretsCreate,
-        response: { 200: ClientSecretResponse, 400: { $ref: 'OpenAiError#' }, 401: { $ref: 'OpenAiError#' } },
+        response: { 200: ClientSecretResponse, 400: { $ref: 'OpenAiError#' }, 401: { $ref: 'OpenAiError#' }, 403: { $ref: 'OpenAiError#' } },
       },
     },
     async (req) => {
@@ -115,6 +114,10 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
       const wire = req.body?.session;
       const applied = applyOpenAiSession(openAiDefaultSession(services.sessionDefaults), wire ?? {}, services.sessionDefaults.turnDetection);
       if (!applied.ok) throw openAiError(400, applied.problem.code, applied.problem.message, applied.problem.param);
+      // Refused now rather than at the call: the app learns it where it chose the model.
+      if (!services.models.allows(applied.session.model, req.apiKeyId!)) {
+        throw openAiError(403, 'model_not_allowed', `This API key may not use the model ${applied.session.model}; GET /v1/realtime/models lists the models it may use.`, 'session.model');
+      }
       const size = Buffer.byteLength(JSON.stringify(applied.session));
       if (size > MAX_SECRET_SESSION_BYTES) {
         throw openAiError(400, 'session_too_large', `The session is ${size} bytes; a client secret carries at most ${MAX_SECRET_SESSION_BYTES} (instructions and tools included).`, 'session');
@@ -135,7 +138,7 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
         openApiHeaders: { 201: { Location: Type.String({ description: '/v1/realtime/calls/{call id}: the call id names the call for hangup.' }) } },
       } satisfies OpenApiRouteConfig,
       onRequest: requireToken(services),
-      preParsing: passCallsWhenFull(services),
+      preParsing: keepBodyWhenFull(services),
       schema: {
         summary: "OpenAI's forms: the raw SDP offer, or multipart sdp and session; 201 with the SDP answer and Location (ephemeral token)",
         tags: ['openai'],
@@ -153,7 +156,7 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
     {
       config: { openApiBody: { 'application/sdp': SdpOffer } } satisfies OpenApiRouteConfig,
       onRequest: requireToken(services),
-      preParsing: passCallsWhenFull(services),
+      preParsing: keepBodyWhenFull(services),
       schema: {
         summary: "OpenAI's earlier WebRTC route: the raw SDP offer posted to /v1/realtime?model=…; 201 with the SDP answer (ephemeral token)",
         tags: ['openai'],
@@ -178,17 +181,18 @@ export const openAiRoutes = (services: Services): FastifyPluginAsync => async (a
       if (!applied.ok) throw openAiError(400, applied.problem.code, applied.problem.message, applied.problem.param);
       session = applied.session;
     }
-    const { answerSdp, conversationId } = await callFromOffer(
+    const outcome = await callFromOffer(
       services,
+      req,
       { apiKeyId: req.apiKeyId!, tokenId: req.token!.jti, endUser: req.token!.end_user ?? null, sdp, session, protocol: 'openai' },
       {
+        form: 'openai',
         unusable: (problems) => openAiError(400, 'invalid_offer', `The SDP offer cannot be used: ${problems.join('; ')}.`, 'sdp'),
         rejected: (message) => openAiError(400, 'invalid_offer', `The SDP offer could not be applied: ${message}`, 'sdp'),
-        busy: (message) => openAiError(503, 'server_busy', message, null, { 'Retry-After': '5' }),
-        limited: (err) => callLimited('openai', err, services.metrics),
       },
     );
-    return reply.code(201).type('application/sdp').header('Location', `/v1/realtime/calls/${conversationId}`).send(answerSdp);
+    if ('placed' in outcome) return sendAnswer(reply, outcome.placed);
+    return reply.code(201).type('application/sdp').header('Location', `/v1/realtime/calls/${outcome.conversationId}`).send(outcome.answerSdp);
   }
 
   app.post<{ Params: { id: string } }>(

@@ -6,7 +6,7 @@ import websocket from '@fastify/websocket';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { TokenClaims } from '../../auth/tokens.js';
 import { looksLikeApiKey } from '../../config/apiKeyFormat.js';
-import { CallCapacityExceeded, CallLimitExceeded } from '../../calls/callManager.js';
+import { openCall } from '../../calls/door.js';
 import { MAX_AUDIO_MESSAGE_BYTES } from '../../calls/protocol/message.js';
 import { applyOpenAiSession, openAiDefaultSession } from '../../calls/protocol/openaiSession.js';
 import { websocketChannel } from '../../calls/websocket/websocketChannel.js';
@@ -15,8 +15,8 @@ import type { Session } from '../../session/session.js';
 import type { Services } from '../../services.js';
 import { randomId } from '../../system/ids.js';
 import { CLIENT_SECRET_PREFIX, bearerCredential, verifyApiKey, verifyToken } from '../auth.js';
+import { httpRefusal } from '../doorRefusals.js';
 import { openAiError } from '../errors.js';
-import { callLimited } from '../rateLimits.js';
 import { connectToNode, opened, relaySideband, relayWebSocket } from '../websocketRelay.js';
 import type WebSocket from 'ws';
 import { liveCallOwner } from './openai.js';
@@ -124,22 +124,17 @@ export const realtimeSocketRoutes = (services: Services): FastifyPluginAsync => 
         const transport = new WebSocketTransport(services.config.WEBSOCKET_MAX_UNSENT_BYTES, services.config.WEBSOCKET_AUDIO_LEAD_MS);
         // The beta dialect, asked for by header (server clients) or subprotocol (browsers).
         const beta = azure || /realtime=v1/.test(String(req.headers['openai-beta'] ?? '')) || String(req.headers['sec-websocket-protocol'] ?? '').includes('openai-beta.realtime-v1');
-        try {
-          await services.calls.create(
-            // An API key's session has no token: it is counted under the key, and its own id.
-            { apiKeyId, tokenId: token?.jti ?? randomId('ws_'), endUser: token?.end_user ?? null, session, protocol: azure ? 'openai-azure' : beta ? 'openai-beta' : 'openai' },
-            () => ({ transport, accept: async () => undefined }),
-          );
-        } catch (err) {
-          if (err instanceof CallLimitExceeded) throw callLimited('openai', err, services.metrics);
-          if (err instanceof CallCapacityExceeded) {
-            const elsewhere = req.forwardedFromNode ? undefined : await sessionOnAnotherNode(req);
-            if (elsewhere) return void (req.relayedSession = elsewhere);
-            throw openAiError(503, 'server_busy', err.message, null, { 'Retry-After': '5' });
-          }
-          throw err;
-        }
-        req.socketTransport = transport;
+        const result = await openCall(services.calls, {
+          // An API key's session has no token: it is counted under the key, and its own id.
+          request: { apiKeyId, tokenId: token?.jti ?? randomId('ws_'), endUser: token?.end_user ?? null, session, protocol: azure ? 'openai-azure' : beta ? 'openai-beta' : 'openai' },
+          open: () => ({ transport, accept: async () => undefined }),
+          ...(req.forwardedFromNode ? {} : { elsewhere: () => sessionOnAnotherNode(req) }),
+        });
+        if (result.ok) return void (req.socketTransport = transport);
+        const { refusal } = result;
+        if ((refusal.kind === 'full' || refusal.kind === 'loaded') && refusal.placed) return void (req.relayedSession = refusal.placed);
+        // Before the upgrade: answered in HTTP, as OpenAI's calls routes answer.
+        throw httpRefusal('openai', refusal, services.metrics);
       },
     },
     (socket, req) => {

@@ -2,15 +2,18 @@
 // (through the trunk), a SIP URI, or a phone registered with Parley, with a session for the agent
 // that talks when the callee answers. The call is the same as an incoming one from then on: its
 // record, webhooks (call.started, call.ended, call.failed with the SIP status), sideband
-// (/v1/realtime?call_id=…) and /hangup. A node that takes no more calls has another node with room
-// place it (calls/placement.ts), as for every door. Errors are OpenAI's error objects.
+// (/v1/realtime?call_id=…) and /hangup. The call is opened as every door opens one
+// (calls/door.ts): a node that takes no more calls has another node with room and a SIP door place
+// it, and a refusal is answered from the HTTP doors' table (doorRefusals.ts). Errors are OpenAI's
+// error objects.
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { applyOpenAiSession, openAiDefaultSession, OpenAiSessionSchema } from '../../calls/protocol/openaiSession.js';
 import type { Services } from '../../services.js';
 import { openAiKeyError, requireApiKey } from '../auth.js';
+import { httpRefusal } from '../doorRefusals.js';
 import { openAiError } from '../errors.js';
-import { passElsewhere, sendAnswer } from '../nodeForwarding.js';
+import { placeRequestElsewhere, sendAnswer } from '../nodeForwarding.js';
 import { bodyProblem } from './openai.js';
 
 const SipCallRequest = Type.Object(
@@ -61,16 +64,11 @@ export const sipCallsRoutes = (services: Services): FastifyPluginAsync => async 
     async (req, reply) => {
       const problem = bodyProblem(req);
       if (problem) throw problem;
-      // A node at its limit or above its load threshold has a node with room and a SIP door place the call.
-      if (!req.forwardedFromNode && services.calls.isFull) {
-        const body = Buffer.from(JSON.stringify(req.body));
-        const answer = await passElsewhere(services, req, body, { door: 'sip', log: req.log, only: (node) => Boolean(node.sip_address) });
-        if (answer) return sendAnswer(reply, answer);
-      }
       const dialer = services.sipDialer.dialer;
       if (!dialer) throw openAiError(409, 'sip_not_enabled', 'This server has no SIP door (SIP_PORT is not set), so it cannot place phone calls.');
       const applied = applyOpenAiSession(openAiDefaultSession(services.sessionDefaults), req.body.session ?? {}, services.sessionDefaults.turnDetection);
       if (!applied.ok) throw openAiError(400, applied.problem.code, applied.problem.message, applied.problem.param || null);
+      const elsewhere = placeRequestElsewhere(services, req, { door: 'sip', log: req.log, only: (node) => Boolean(node.sip_address) }, Buffer.from(JSON.stringify(req.body)));
       const result = await dialer.dial({
         apiKeyId: req.apiKeyId!,
         to: req.body.to,
@@ -78,7 +76,15 @@ export const sipCallsRoutes = (services: Services): FastifyPluginAsync => async 
         session: applied.session,
         ringTimeoutMs: (req.body.ring_timeout_s ?? DEFAULT_RING_TIMEOUT_S) * 1000,
         waitForCallee: req.body.wait_for_callee ?? false,
+        passedOn: req.forwardedFromNode !== undefined,
+        // A node at its limit or above its load threshold has a node with room and a SIP door place the call.
+        ...(elsewhere ? { elsewhere } : {}),
       });
+      if (!result.ok && 'call' in result) {
+        const refusal = result.call;
+        if ((refusal.kind === 'full' || refusal.kind === 'loaded') && refusal.placed) return sendAnswer(reply, refusal.placed);
+        throw httpRefusal('openai', refusal, services.metrics);
+      }
       if (!result.ok) {
         const { status, code, message, param, retryAfterSeconds } = result.refusal;
         throw openAiError(status, code, message, param ?? null, retryAfterSeconds ? { 'Retry-After': String(retryAfterSeconds) } : {});

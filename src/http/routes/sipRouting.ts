@@ -5,7 +5,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { applyOpenAiSession, OpenAiSessionSchema } from '../../calls/protocol/openaiSession.js';
-import type { RouteDecision } from '../../calls/sip/sipRouting.js';
+import type { RouteDecision } from '../../sip/routing.js';
 import type { Services } from '../../services.js';
 import { openAiKeyError, requireApiKey } from '../auth.js';
 import { openAiError, type HttpError } from '../errors.js';
@@ -35,7 +35,7 @@ export const SIP_ROUTING_NAMED_SCHEMAS = [SipRejectRequest, SipReferRequest];
 
 const DEFAULT_REJECT_STATUS = 603;
 
-const errors = { 400: { $ref: 'OpenAiError#' }, 401: { $ref: 'OpenAiError#' }, 404: { $ref: 'OpenAiError#' }, 409: { $ref: 'OpenAiError#' }, 503: { $ref: 'OpenAiError#' } };
+const errors = { 400: { $ref: 'OpenAiError#' }, 401: { $ref: 'OpenAiError#' }, 403: { $ref: 'OpenAiError#' }, 404: { $ref: 'OpenAiError#' }, 409: { $ref: 'OpenAiError#' }, 503: { $ref: 'OpenAiError#' } };
 
 type DecisionRequest = FastifyRequest<{ Params: Static<typeof CallParams> }>;
 
@@ -89,6 +89,9 @@ export const sipRoutingRoutes = (services: Services): FastifyPluginAsync => asyn
       if (!call || !sipRouting.isRinging(id, req.apiKeyId!)) throw notRinging(id, req.apiKeyId!, 'accept');
       const applied = applyOpenAiSession(call.session(), req.body ?? {}, services.sessionDefaults.turnDetection, '');
       if (!applied.ok) throw openAiError(400, applied.problem.code, applied.problem.message, applied.problem.param || null);
+      if (!services.models.allows(applied.session.model, req.apiKeyId!)) {
+        throw openAiError(403, 'model_not_allowed', `This API key may not use the model ${applied.session.model}; GET /v1/realtime/models lists the models it may use.`, 'model');
+      }
       return decide(req, { kind: 'accept', session: applied.session });
     },
   );

@@ -77,10 +77,10 @@ function gatherCandidates(pc) {
  * Places a call. `on.event(message)` gets every data-channel message, `on.state(state)` the
  * connection state, `on.stream(stream)` the agent's audio. Returns the live call.
  */
-export async function startCall({ token, iceServers, params, micTrack, on }) {
+export async function startCall({ token, iceServers, params, micTrack, cameraTrack, on }) {
   const pc = new RTCPeerConnection({ iceServers, iceTransportPolicy: 'all' });
   const audio = pc.addTransceiver('audio', { direction: 'sendrecv' });
-  pc.addTransceiver('video', { direction: 'sendonly' });
+  const video = pc.addTransceiver('video', { direction: 'sendonly' });
   const channel = pc.createDataChannel(EVENTS_CHANNEL);
   channel.addEventListener('message', (e) => {
     let message;
@@ -116,6 +116,7 @@ export async function startCall({ token, iceServers, params, micTrack, on }) {
     await pc.setRemoteDescription(res.answer);
     on.state('connecting');
     if (micTrack) await audio.sender.replaceTrack(micTrack);
+    if (cameraTrack) await video.sender.replaceTrack(cameraTrack);
     return {
       pc,
       conversationId: res.conversation_id,
@@ -156,6 +157,16 @@ export async function outboundAudio(pc) {
     if (s.type === 'outbound-rtp' && s.kind === 'audio') packetsSent = s.packetsSent || 0;
   });
   return { packetsSent };
+}
+
+/** The camera's video as this browser sends it, from getStats() (outbound-rtp, video). */
+export async function outboundVideo(pc) {
+  const stats = await pc.getStats();
+  let framesEncoded = 0;
+  stats.forEach((s) => {
+    if (s.type === 'outbound-rtp' && s.kind === 'video') framesEncoded = s.framesEncoded || 0;
+  });
+  return { framesEncoded };
 }
 
 /** The microphone's level as sent (media-source, audio), 0..1. */

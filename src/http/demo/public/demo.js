@@ -1,7 +1,7 @@
 // The demo page: model and voice pickers, Talk / Hang up, connection state, transcript, events.
 // `window.parleyDemo` exposes what the page has seen (events, state, audio statistics) so automated
 // browser tests can check it; it holds no credential beyond the short-lived call token in memory.
-import { fetchCatalog, inboundAudio, micLevel, outboundAudio, requestSession, startCall } from './call.js';
+import { fetchCatalog, inboundAudio, micLevel, outboundAudio, outboundVideo, requestSession, startCall } from './call.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -9,6 +9,7 @@ const ui = {
   statusText: $('status-text'),
   model: $('model'),
   voice: $('voice'),
+  camera: $('camera'),
   modelDescription: $('model-description'),
   talk: $('talk'),
   hangup: $('hangup'),
@@ -40,6 +41,7 @@ window.parleyDemo = {
   events: page.events,
   inboundAudio: () => (page.call ? inboundAudio(page.call.pc) : Promise.resolve(null)),
   outboundAudio: () => (page.call ? outboundAudio(page.call.pc) : Promise.resolve(null)),
+  outboundVideo: () => (page.call ? outboundVideo(page.call.pc) : Promise.resolve(null)),
 };
 
 function setState(state, detail = '') {
@@ -49,6 +51,8 @@ function setState(state, detail = '') {
   ui.status.title = ui.statusText.textContent;
   const live = page.call !== null || ['starting', 'gathering', 'offering', 'connecting', 'connected'].includes(state);
   ui.talk.disabled = live || ui.model.disabled;
+  // The camera goes with the call from its start (the offer carries its track).
+  ui.camera.disabled = live;
   ui.talk.textContent = live ? 'On a call' : 'Talk';
   ui.hangup.disabled = !live;
 }
@@ -192,7 +196,8 @@ async function talk() {
   setState('starting', 'microphone');
   try {
     if (!navigator.mediaDevices?.getUserMedia) throw new Error('this page needs a secure origin (https or localhost) for the microphone');
-    page.mic = await navigator.mediaDevices.getUserMedia({ audio: { echoCancellation: true, noiseSuppression: true }, video: false });
+    // With the camera on, the agent is sent the camera's picture at the end of each turn (vision).
+    page.mic = await navigator.mediaDevices.getUserMedia({ audio: { echoCancellation: true, noiseSuppression: true }, video: ui.camera.checked });
     if (!current()) return page.mic.getTracks().forEach((t) => t.stop());
     setState('starting', 'token');
     const { ephemeralToken, iceServers } = await requestSession();
@@ -201,13 +206,14 @@ async function talk() {
       token: ephemeralToken,
       iceServers,
       micTrack: page.mic.getAudioTracks()[0],
+      cameraTrack: page.mic.getVideoTracks()[0],
       params: {
         model: ui.model.value,
         voice: ui.voice.value,
         temperature: 0.5,
         return_transcription: true,
         instructions: null,
-        modalities: ['audio'],
+        modalities: ui.camera.checked ? ['audio', 'video'] : ['audio'],
         history: true,
       },
       on: {

@@ -1,19 +1,26 @@
-// Runs in a worker thread: CMU PocketSphinx (Debian's libpocketsphinx, called through koffi) whose
-// calls block for tens of milliseconds, so they must stay off the event loop carrying the media.
-// Keeps a pool of loaded decoders (loading one takes ~0.5 s), one per utterance in progress.
-import { parentPort, workerData } from 'node:worker_threads';
+// Runs in a child process of the node (pocketsphinx.ts forks it): CMU PocketSphinx (Debian's
+// libpocketsphinx, called through koffi) whose calls block for tens of milliseconds, so they must stay
+// off the event loop carrying the media. A process rather than a worker thread: stopping a thread
+// inside a native call (loading the model, decoding) aborted the whole node (`napi_throw`), while a
+// process can be killed at any moment, and its crash is its own. Keeps a pool of loaded decoders
+// (loading one takes ~0.5 s), one per utterance in progress.
 import koffi from 'koffi';
 
 export type WorkerRequest =
   | { op: 'start'; id: number }
   | { op: 'audio'; id: number; pcm: Int16Array }
   | { op: 'end'; id: number }
-  | { op: 'abort'; id: number }
-  | { op: 'shutdown' };
+  | { op: 'abort'; id: number };
 
 export type WorkerReply = { op: 'partial' | 'final'; id: number; text: string } | { op: 'error'; id: number; message: string } | { op: 'ready' };
 
-const { modelDir } = workerData as { modelDir: string };
+/** Where the model is: the parent's first argument to this process. */
+const modelDir = process.argv[2]!;
+// The node is gone (exited, killed, crashed): so is this process, at once.
+process.on('disconnect', () => process.exit(0));
+const send = (reply: WorkerReply) => {
+  if (process.connected) process.send!(reply);
+};
 const sphinxbase = koffi.load('libsphinxbase.so.3');
 const pocketsphinx = koffi.load('libpocketsphinx.so.3');
 const psArgs = pocketsphinx.func('void* ps_args()');
@@ -25,10 +32,9 @@ const psEndUtt = pocketsphinx.func('int ps_end_utt(void* ps)');
 const psGetHyp = pocketsphinx.func('const char* ps_get_hyp(void* ps, _Out_ int32_t* score)');
 const errSetLogfp = sphinxbase.func('void* err_set_logfp(void* stream)');
 
-// PocketSphinx logs through one process-wide FILE. Its -logfn setting opens a file and fcloses the
-// one before, so two workers starting decoders at once closed the same FILE twice: glibc's stdio
-// then deadlocked the whole process (seen at a node's start). A null stream turns the log off
-// without closing anything; every worker setting it is harmless.
+// PocketSphinx logs every decoder's configuration to stderr (the node's): a null stream turns its log
+// off without closing any FILE (its -logfn setting fcloses the one before, which once deadlocked
+// glibc's stdio when two decoders started at once).
 errSetLogfp(null);
 
 type Decoder = unknown;
@@ -52,14 +58,9 @@ function hypothesis(decoder: Decoder): string {
   return (psGetHyp(decoder, [0]) as string | null) ?? '';
 }
 
-const port = parentPort!;
-port.on('message', (msg: WorkerRequest) => {
+process.on('message', (msg: WorkerRequest) => {
   try {
     switch (msg.op) {
-      case 'shutdown':
-        // Leave between native calls: closing the port lets the thread end by itself.
-        port.close();
-        return;
       case 'start': {
         const decoder = idle.pop() ?? newDecoder();
         psStartUtt(decoder);
@@ -74,7 +75,7 @@ port.on('message', (msg: WorkerRequest) => {
         // A partial hypothesis about every 300 ms of speech.
         if (utt.samples - utt.lastPartialAt >= 4800) {
           utt.lastPartialAt = utt.samples;
-          port.postMessage({ op: 'partial', id: msg.id, text: hypothesis(utt.decoder) } satisfies WorkerReply);
+          send({ op: 'partial', id: msg.id, text: hypothesis(utt.decoder) } satisfies WorkerReply);
         }
         break;
       }
@@ -84,20 +85,20 @@ port.on('message', (msg: WorkerRequest) => {
         if (!utt) return;
         active.delete(msg.id);
         psEndUtt(utt.decoder);
-        if (msg.op === 'end') port.postMessage({ op: 'final', id: msg.id, text: hypothesis(utt.decoder) } satisfies WorkerReply);
+        if (msg.op === 'end') send({ op: 'final', id: msg.id, text: hypothesis(utt.decoder) } satisfies WorkerReply);
         idle.push(utt.decoder);
         break;
       }
     }
   } catch (err) {
-    port.postMessage({ op: 'error', id: 'id' in msg ? msg.id : 0, message: (err as Error).message } satisfies WorkerReply);
+    send({ op: 'error', id: 'id' in msg ? msg.id : 0, message: (err as Error).message } satisfies WorkerReply);
   }
 });
 
 // Load one decoder ahead of the first caller.
 try {
   idle.push(newDecoder());
-  port.postMessage({ op: 'ready' } satisfies WorkerReply);
+  send({ op: 'ready' } satisfies WorkerReply);
 } catch (err) {
-  port.postMessage({ op: 'error', id: 0, message: (err as Error).message } satisfies WorkerReply);
+  send({ op: 'error', id: 0, message: (err as Error).message } satisfies WorkerReply);
 }

@@ -3,7 +3,7 @@
 // with a session, reject with a SIP status, refer to another address — made through the HTTP API.
 // No decision in time: the default route. Nobody to announce it to: the default agent answers. An
 // answered call can still be referred: a REFER inside its dialog transfers it.
-import type { Session } from '../../session/session.js';
+import type { Session } from '../session/session.js';
 
 export type RouteDecision =
   /** Answer; the app's session replaces the default agent's when given. */
