@@ -229,17 +229,17 @@ export class EchoGuard {
    * caller's audio, after the one before it, not by when it arrived: frames that arrive together (an
    * append of several, a jitter buffer catching up) were recorded one after the other, each against
    * the agent's audio playing then. The output's queue bounds that place: a frame was recorded no
-   * later than what plays as it arrives, nor longer before it than a burst lasts (past that, the
-   * caller's audio had a gap, and what comes now is recorded now).
+   * later than what played when its recording ended (as it arrives, or `agoMs` before, as its
+   * transport says: frames handled together though they arrived apart keep their places), nor longer
+   * before that than a burst lasts (past that, the caller's audio had a gap: it is placed there).
    */
   private advance(bins: number, agoMs: number): void {
     this.played += bins;
     const queued = this.out?.queuedMs ?? 0;
     if (queued > 0) {
-      const playingNow = this.written - Math.round(queued / BIN_MS);
-      // Recorded `agoMs` before now (a frame of an append): it met what played then.
-      if (agoMs > 0) this.played = Math.max(this.base, playingNow - Math.min(MAX_AGO_BINS, Math.round(agoMs / BIN_MS)));
-      else if (this.played > playingNow || this.played < playingNow - MAX_BURST_BINS) this.played = playingNow;
+      // What played when the frame's recording ended: now, or `agoMs` before (a frame of an append).
+      const playingThen = Math.max(this.base, this.written - Math.round(queued / BIN_MS) - Math.min(MAX_AGO_BINS, Math.round(agoMs / BIN_MS)));
+      if (this.played > playingThen || this.played < playingThen - MAX_BURST_BINS) this.played = playingThen;
       return;
     }
     if (this.played <= this.written) return;
