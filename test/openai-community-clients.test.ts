@@ -2,7 +2,9 @@
 // pointed at Parley instead of OpenAI: `openai-realtime-api` (transitive-bullshit's typed fork of
 // OpenAI's beta console client, which Mastra's voice-openai-realtime wraps) with its `url` option,
 // and Azure's `rt-client` (LowLevelRTClient) with an Azure endpoint URL and key. Both speak the
-// beta dialect. Each: push-to-talk (one append of a several-second recording, commit and
+// beta dialect. LiveKit's `@livekit/agents-plugin-openai` (RealtimeModel without a room) is driven by
+// the messages it sends (its package cannot be installed beside this project's OpenTelemetry
+// packages: their peer ranges conflict), on OpenAI's GA WebSocket. Each: push-to-talk (one append of a several-second recording, commit and
 // response.create at once → the reply answers the words), server VAD on the same one append, audio
 // inside conversation.item.create, a function tool call answered by the client, and the user's
 // transcript as the client's users see it (its deltas add up to the completed transcript).
@@ -10,6 +12,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { RealtimeClient } from 'openai-realtime-api';
 import { LowLevelRTClient } from 'rt-client';
+import WebSocket from 'ws';
 import { concat } from './helpers/pcm.ts';
 import { startServer, type RunningServer } from './helpers/server.ts';
 import { speak } from './helpers/speech.ts';
@@ -100,6 +103,66 @@ describe('openai-realtime-api (RealtimeClient, url pointed at Parley)', () => {
     }
   });
 
+  // As OpenAI's realtime console does: on conversation.interrupted (the server heard the caller
+  // start), the client stops its player and cancelResponse(itemId, samples it played) — a
+  // response.cancel, then conversation.item.truncate to what was heard.
+  test('server VAD, the caller talks over a reply in real-time 40 ms appends; on conversation.interrupted cancelResponse(itemId, sampleCount) → the spoken question is answered', async () => {
+    const c = await connect({ turn_detection: { type: 'server_vad' }, input_audio_transcription: { model: 'whisper-1' } });
+    /** The client's player: the reply's audio as it arrives, played in real time from its first delta. */
+    let player: { itemId: string; startedAt: number; samples: number } | undefined;
+    c.client.realtime.on('server.response.audio.delta', (e: any) => {
+      if (player?.itemId !== e.item_id) player = { itemId: e.item_id, startedAt: performance.now(), samples: 0 };
+      player!.samples += Buffer.from(e.delta, 'base64').length / 2;
+    });
+    const cancelled: { itemId: string; sampleCount: number }[] = [];
+    c.client.on('conversation.interrupted', () => {
+      if (!player) return;
+      const sampleCount = Math.min(player.samples, Math.floor(((performance.now() - player.startedAt) * 24_000) / 1000));
+      cancelled.push({ itemId: player.itemId, sampleCount });
+      c.client.cancelResponse(player.itemId, sampleCount);
+      player = undefined;
+    });
+    // The microphone: 40 ms an append at a microphone's pace, silence until the caller speaks.
+    let talking = true;
+    let toSay: Int16Array = new Int16Array(0);
+    const microphone = (async () => {
+      const started = performance.now();
+      for (let sent = 0; talking; sent++) {
+        // A copy: the client sends an Int16Array's whole buffer.
+        const piece = new Int16Array(960);
+        piece.set(toSay.subarray(0, 960));
+        toSay = toSay.subarray(Math.min(960, toSay.length));
+        c.client.appendInputAudio(piece);
+        await new Promise((r) => setTimeout(r, Math.max(0, started + (sent + 1) * 40 - performance.now())));
+      }
+    })();
+    try {
+      c.client.sendUserMessageContent([{ type: 'input_text', text: 'Tell me something about the weather on the moon.' }]);
+      await until('the reply’s first audio', () => player, (p) => p !== undefined, 30_000);
+      // The caller speaks over it while it plays.
+      await new Promise((r) => setTimeout(r, 500));
+      toSay = speak('hello, what time is it right now', 24_000);
+      const answered = await until(
+        'a reply to the spoken question',
+        () => c.replies().map((_, i) => c.said(i)),
+        (said) => said.some((s) => ANSWERS_THE_TIME.test(s)),
+        30_000,
+      ).catch((err: Error) => {
+        throw new Error(`${err.message}; events: ${c.events.map((e) => e.type).join(' ')}`);
+      });
+      assert.ok(answered.some((s) => ANSWERS_THE_TIME.test(s)));
+      const types = c.events.map((e) => e.type);
+      assert.ok(types.includes('input_audio_buffer.speech_started'), 'the caller was heard over the reply');
+      assert.equal(cancelled.length >= 1, true, 'the client cancelled on conversation.interrupted');
+      assert.ok(c.events.some((e) => e.type === 'conversation.item.truncated' && e.item_id === cancelled[0]!.itemId), 'its truncate was answered');
+      assert.ok(transcripts(c.events).some((t) => /time/i.test(t.completed)), 'the question was transcribed');
+    } finally {
+      talking = false;
+      await microphone;
+      c.client.disconnect();
+    }
+  });
+
   test('a function tool: the model calls it, the client runs it (addTool) and the answer uses its output', async () => {
     const c = await connect({ turn_detection: null });
     const calls: unknown[] = [];
@@ -180,6 +243,43 @@ describe("rt-client (Azure's LowLevelRTClient, an Azure endpoint pointed at Parl
       assert.match(c.said(3), /Rain until noon/);
     } finally {
       await c.close();
+    }
+  });
+});
+
+// @livekit/agents-plugin-openai 1.9.0, RealtimeSession (dist/realtime/realtime_model.js): generateReply()
+// sends response.create; interrupt() sends response.cancel (a response is in flight); truncate({
+// messageId, audioEndMs }) sends conversation.item.truncate { item_id, content_index: 0, audio_end_ms }.
+// An agent calls both as soon as the reply's first audio arrives (a caller interrupting at once).
+describe('@livekit/agents-plugin-openai RealtimeSession (its messages, without a room)', () => {
+  test('interrupt() then truncate({messageId, audioEndMs: 200}) at the reply’s first audio → the response ends cancelled and conversation.item.truncated says 200', async () => {
+    const ws = new WebSocket(`${server.baseUrl.replace('http', 'ws')}/v1/realtime?model=gpt-realtime`, { headers: { authorization: `Bearer ${server.devKey}` } });
+    const events: any[] = [];
+    ws.on('message', (data) => events.push(JSON.parse(String(data))));
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    const send = (event: Record<string, unknown>) => ws.send(JSON.stringify(event));
+    try {
+      send({ type: 'session.update', session: { type: 'realtime', output_modalities: ['audio'], audio: { output: { voice: 'marin' } } } });
+      send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Tell me something about the weather on the moon.' }] } });
+      send({ type: 'response.create', response: {} });
+      const first = await until('the reply’s first audio', () => events.find((e) => e.type === 'response.output_audio.delta'), (e) => e !== undefined, 30_000);
+      send({ type: 'response.cancel' });
+      send({ type: 'conversation.item.truncate', content_index: 0, item_id: first.item_id, audio_end_ms: 200 });
+      await until('the truncation', () => events.filter((e) => e.type === 'conversation.item.truncated'), (t) => t.length > 0, 15_000);
+      const done = await until('response.done', () => events.find((e) => e.type === 'response.done'), (e) => e !== undefined, 15_000);
+      assert.equal(done.response.status, 'cancelled');
+      // Where the client said it stopped playing, and only that: no cut of the server's own before it.
+      const truncated = events.filter((e) => e.type === 'conversation.item.truncated');
+      assert.deepEqual(
+        truncated.map((e) => ({ item_id: e.item_id, content_index: e.content_index, audio_end_ms: e.audio_end_ms })),
+        [{ item_id: first.item_id, content_index: 0, audio_end_ms: 200 }],
+      );
+      assert.ok(!events.some((e) => e.type === 'error'), JSON.stringify(events.filter((e) => e.type === 'error')));
+    } finally {
+      ws.close();
     }
   });
 });

@@ -29,10 +29,10 @@ export class Ears {
     this.suppressor = suppressor && new TurnSuppressor(suppressor, this.heardMs, this.inputRate / 1000);
   }
 
-  /** One frame of the caller's audio, in order: what the VAD judges. */
-  hear(frame: Int16Array): Int16Array {
+  /** One frame of the caller's audio, in order (`capturedAt`: when it was recorded, if not now): what the VAD judges. */
+  hear(frame: Int16Array, capturedAt?: number): Int16Array {
     this.heardMs += (frame.length * 1000) / this.inputRate;
-    const heard = this.echo.filter(frame);
+    const heard = this.echo.filter(frame, capturedAt);
     this.suppressor?.heard(heard);
     return heard;
   }

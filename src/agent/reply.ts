@@ -88,6 +88,8 @@ export class Reply {
   private spoke = false;
   /** The assistant turn has been stored (what the caller heard of it). */
   private recorded = false;
+  /** The message item's end (text, audio, item done) has been announced. */
+  private outputClosed = false;
   /** While held: what the reply did, to be done for real on release. */
   private heldEffects: (() => void)[] | undefined;
   private settle: (info: ResponseInfo) => void = () => {};
@@ -177,14 +179,18 @@ export class Reply {
     this.record();
   }
 
-  /** Truncates the message to the words spoken in its first `heardMs` of audio. */
+  /**
+   * Truncates the message to the words spoken in its first `heardMs` of audio. Where the client
+   * truncates the item itself (a WebSocket), `heardMs` is only what it was sent: the item keeps that,
+   * unannounced, and the client says where it stopped playing (conversation.item.truncate).
+   */
   private cutToHeard(heardMs: number): void {
     const { ctx } = this.opts;
     const message = this.message;
     if (!message || !this.opts.settings.audio) return;
     if (this.opts.inConversation && ctx.conversation.get(message.id)) {
       const cut = ctx.conversation.truncate(message.id, heardMs);
-      if (cut.ok) ctx.emit({ type: 'item.truncated', itemId: message.id, contentIndex: 0, audioEndMs: Math.round(heardMs) });
+      if (cut.ok && !ctx.audio.clientTruncates) ctx.emit({ type: 'item.truncated', itemId: message.id, contentIndex: 0, audioEndMs: Math.round(heardMs) });
     } else {
       const part = message.content[0];
       if (part?.type === 'output_audio') part.transcript = '';
@@ -454,7 +460,9 @@ export class Reply {
   /** Ends the message item: its text, its audio, its final status. */
   private closeOutput(status: 'completed' | 'incomplete'): void {
     const message = this.message;
-    if (!message || message.status !== 'in_progress') return;
+    // Once: a cut (cutToHeard) has already marked the item incomplete, and its end is still announced.
+    if (!message || this.outputClosed) return;
+    this.outputClosed = true;
     const { ctx, settings } = this.opts;
     const outputIndex = this.indexOf(message);
     const part = message.content[0]!;

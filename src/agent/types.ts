@@ -63,8 +63,11 @@ export type Refusal = { ok: true } | { ok: false; code: string; message: string 
 export interface Agent {
   /** The sample rate it hears at (as livekit's streams declare `neededSampleRate`): the call delivers that. */
   readonly inputSampleRate: number;
-  /** One 20 ms frame of the caller's decoded audio, at inputSampleRate. */
-  onAudio(frame: Int16Array): void;
+  /**
+   * One 20 ms frame of the caller's decoded audio, at inputSampleRate; `capturedAt`: when its
+   * recording ended (performance.now() ms), where the transport knows it is earlier than now.
+   */
+  onAudio(frame: Int16Array, capturedAt?: number): void;
   /**
    * A client's image (the bytes of its data URL) as the picture a message carries: decoded, scaled and
    * re-encoded as JPEG; rejects (StillImageError) when it is not an image or the node is too busy.

@@ -137,9 +137,9 @@ export class VoiceAgent implements Agent {
     });
   }
 
-  onAudio(frame: Int16Array): void {
+  onAudio(frame: Int16Array, capturedAt?: number): void {
     this.inputMs += (frame.length * 1000) / INPUT_RATE;
-    const heard = this.ears.hear(frame);
+    const heard = this.ears.hear(frame, capturedAt);
     if (this.detector) this.detector.push(heard);
     else if (this.session.turnDetection.type === 'none') {
       this.manual ??= this.startTurn();

@@ -143,9 +143,9 @@ export class Call implements CallControl {
       connected: () => this.onConnected(),
       interrupted: () => this.lifecycle.interrupted(),
       lost: (reason) => this.lifecycle.lost(reason),
-      audio: (frame) => {
+      audio: (frame, capturedAt) => {
         this.meter.callerFrame();
-        this.host.agent.onAudio(frame);
+        this.host.agent.onAudio(frame, capturedAt);
         this.notify((o) => o.callerAudio?.(this, frame, this.inputRate));
       },
       agentAudio: (pcm) => this.notify((o) => o.agentAudio?.(this, pcm)),

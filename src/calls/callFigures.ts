@@ -173,6 +173,7 @@ export class CallMeter {
       },
       ...(out.sent ? { sent: () => out.sent!() } : {}),
       onPlayback: (listener) => out.onPlayback(listener),
+      ...(out.clientTruncates ? { clientTruncates: true } : {}),
     };
   }
 

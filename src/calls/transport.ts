@@ -26,8 +26,12 @@ export interface TransportEvents {
   interrupted(): void;
   /** The caller is gone for good; `reason` becomes the call's end reason (hangup, ice_failed…). */
   lost(reason: string): void;
-  /** 20 ms of the caller's audio, mono PCM at the rate last set with setInputRate. */
-  audio(frame: Int16Array): void;
+  /**
+   * 20 ms of the caller's audio, mono PCM at the rate last set with setInputRate. `capturedAt`
+   * (performance.now() ms): when its recording ended, where frames arrive together (a WebSocket
+   * append); absent, as it arrives.
+   */
+  audio(frame: Int16Array, capturedAt?: number): void;
   /** A key the caller pressed (a phone's DTMF). */
   dtmf(digit: string): void;
   /** A frame of the caller's camera. */

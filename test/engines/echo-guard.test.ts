@@ -98,3 +98,65 @@ test('audio an output does not count as queued is taken as played in real time',
   }
   assert.equal(left, 0, 'the echo, 3.4 s of it after the first half second, was all silenced');
 });
+
+/** A 400 Hz tone of `ms` at `amplitude`, at `rate`, from sample `from` of the tone on. */
+function tone(ms: number, amplitude: number, rate: number, from = 0): Int16Array {
+  const out = new Int16Array(Math.round((ms * rate) / 1000));
+  for (let i = 0; i < out.length; i++) out[i] = Math.round(amplitude * Math.sin((2 * Math.PI * 400 * (from + i)) / rate));
+  return out;
+}
+
+/**
+ * The agent's `reply` (48 kHz) plays from 0; the caller's 20 ms frames (16 kHz, `caller(t)` for the
+ * frame recorded at t ms) reach the guard in bursts of `burstMs`, each burst when its last frame was
+ * recorded (as a WebSocket client's appends, or a jitter buffer catching up, bring them).
+ */
+function bursts(reply: Int16Array, caller: (tMs: number) => Int16Array, burstMs: number, durationMs: number): Int16Array[] {
+  const out = new FakeAudioOut();
+  const guard = new EchoGuard(16_000);
+  guard.watch(out).write(reply);
+  const heard: Int16Array[] = [];
+  for (let t = 0; t < durationMs; t += burstMs) {
+    out.play(burstMs);
+    for (let f = t; f < t + burstMs; f += 20) heard.push(guard.filter(caller(f)));
+  }
+  return heard;
+}
+
+test('a burst of frames is placed by audio time: each frame is compared with the agent audio playing when it was recorded', () => {
+  // 600 ms of the agent's voice, then silence; the caller's microphone hears it back 10 dB down, at
+  // once (no delay), and nothing else. Delivered 500 ms at a time, the frames recorded in 500–600 ms
+  // arrive at 1,000 ms, when the agent has been silent 400 ms: only their own time says they are echo.
+  const reply = concat([tone(600, 8000, 48_000), new Int16Array(1400 * 48)]);
+  const echo = (t: number) => (t < 600 ? tone(20, 8000 * 0.316, 16_000, t * 16) : new Int16Array(320));
+  const heard = bursts(reply, echo, 500, 2000);
+  const left = heard.slice(0, 600 / 20).map((f) => rms(f));
+  assert.deepEqual(left, left.map(() => 0), 'every frame of the echo, the burst of 500–1,000 ms too, was silenced');
+  // The same frames one by one, as they were recorded: the same outcome.
+  assert.deepEqual(bursts(reply, echo, 20, 2000).slice(0, 30).map((f) => rms(f)), left);
+});
+
+test('a caller barging in at a reply’s start, delivered in a burst, passes: its frames are not compared with the reply’s louder later audio', () => {
+  // The reply opens softly for 200 ms (−30 dBFS), then speaks up (−12 dBFS); the caller, at −20 dBFS,
+  // speaks over its first 200 ms. Those frames arrive together at 400 ms, when the reply is loud.
+  const reply = concat([tone(200, 1000, 48_000), tone(1800, 8000, 48_000, 200 * 48)]);
+  const caller = (t: number) => (t < 200 ? tone(20, 3000, 16_000, t * 16) : new Int16Array(320));
+  const heard = bursts(reply, caller, 400, 2000);
+  const passed = heard.slice(0, 200 / 20).filter((f) => rms(f) > 2000).length;
+  assert.equal(passed, 10, `${passed} of the caller's 10 frames reached the VAD`);
+});
+
+test('the first frames of a caller, arriving together and stamped with when each was recorded, each meet the agent audio playing then', () => {
+  // As the second test, but the caller's audio starts with this burst (nothing came before it to
+  // keep its clock): 600 ms of it arrives at 600 ms, each frame stamped by the transport.
+  let now = 0;
+  const out = new FakeAudioOut();
+  const guard = new EchoGuard(16_000, () => now);
+  guard.watch(out).write(concat([tone(200, 1000, 48_000), tone(1800, 8000, 48_000, 200 * 48)]));
+  now = 600;
+  out.play(600);
+  const heard: Int16Array[] = [];
+  for (let t = 0; t < 600; t += 20) heard.push(guard.filter(t < 200 ? tone(20, 3000, 16_000, t * 16) : new Int16Array(320), t + 20));
+  const passed = heard.slice(0, 10).filter((f) => rms(f) > 2000).length;
+  assert.equal(passed, 10, `${passed} of the caller's 10 frames reached the VAD`);
+});

@@ -23,6 +23,14 @@ const WINDOW_BINS = 40;
 const OUTPUT_FLOOR = 10_000;
 /** Input this much louder (energy) than the predicted echo is the caller: ≈ 4 dB. */
 const MARGIN = 2.5;
+/**
+ * How far behind the agent's playout the caller's audio may be (its frames arriving together: an
+ * append of a few hundred ms, a jitter buffer catching up); further behind, the caller's audio had a
+ * gap (a client that sends nothing in silence), and it is placed at the playout again.
+ */
+const MAX_BURST_BINS = 50;
+/** How far back a frame recorded before it arrived is placed at most (bins kept for it: 2 s). */
+const MAX_AGO_BINS = 200;
 /** After audio that passed, the caller's next audio passes too for this long (20 ms frames). */
 const HANGOVER_FRAMES = 15;
 /** Coupling learned from the last this many echo-only frames (3 s of agent audio). */
@@ -115,15 +123,18 @@ export class EchoGuard {
   private damped = 0;
   private out: AudioOut | undefined;
   /**
-   * The bin the caller hears now. The audio out says how much the caller has still to hear (RTP
-   * paces it; a WebSocket client's playout is a timeline); audio it does not count as queued is
-   * taken to be played in real time, one bin per 10 ms of the caller's audio. Past the last bin
-   * written, the caller hears silence (empty bins are added), so the guard lets go once the echo has died.
+   * The bin the caller heard as it recorded its latest frame: one bin per 10 ms of the caller's
+   * audio, bounded by the audio out, which says how much the caller has still to hear (RTP paces
+   * it; a WebSocket client's playout is a timeline). Past the last bin written, the caller hears
+   * silence (empty bins are added), so the guard lets go once the echo has died.
    */
   private played = 0;
 
-  /** `inputRate`: the sample rate of the caller's frames it is given (the audio clock). */
-  constructor(private readonly inputRate: number) {
+  /** `inputRate`: the sample rate of the caller's frames it is given (the audio clock); `now`: the clock of `capturedAt`. */
+  constructor(
+    private readonly inputRate: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
     this.sending = new EnergyMeter(Math.max(1, Math.round(48_000 / inputRate)));
   }
 
@@ -147,17 +158,22 @@ export class EchoGuard {
       },
       ...(out.sent ? { sent: () => out.sent!() } : {}),
       onPlayback: (listener) => out.onPlayback(listener),
+      ...(out.clientTruncates ? { clientTruncates: true } : {}),
     };
   }
 
-  /** One frame of the caller's audio (any rate): itself, or silence when the agent's echo explains it. */
-  filter(frame: Int16Array): Int16Array {
-    return this.isEcho(frame) ? new Int16Array(frame.length) : frame;
+  /**
+   * One frame of the caller's audio (any rate): itself, or silence when the agent's echo explains it.
+   * `capturedAt` (performance.now() ms): when its recording ended, where the transport knows it
+   * (frames that arrived together); absent, it is placed by the caller's audio clock.
+   */
+  filter(frame: Int16Array, capturedAt?: number): Int16Array {
+    return this.isEcho(frame, capturedAt) ? new Int16Array(frame.length) : frame;
   }
 
   /** Whether this frame of the caller's audio (the next one, in order) is the agent's echo and no more. */
-  isEcho(frame: Int16Array): boolean {
-    this.advance((frame.length * 100) / this.inputRate);
+  isEcho(frame: Int16Array, capturedAt?: number): boolean {
+    this.advance((frame.length * 100) / this.inputRate, capturedAt === undefined ? 0 : Math.max(0, this.now() - capturedAt));
     for (let i = 0; i < frame.length; i++) this.hearing.add(frame[i]!);
     const heard = this.hearing.take();
     const reference = this.reference();
@@ -208,14 +224,24 @@ export class EchoGuard {
     return queued > 0 ? this.written - Math.round(queued / BIN_MS) : Math.min(this.written, Math.floor(this.played));
   }
 
-  /** The caller's clock moved on by `bins` (10 ms each). */
-  private advance(bins: number): void {
+  /**
+   * The caller's clock moved on by `bins` (10 ms each). Each frame is placed by its own time in the
+   * caller's audio, after the one before it, not by when it arrived: frames that arrive together (an
+   * append of several, a jitter buffer catching up) were recorded one after the other, each against
+   * the agent's audio playing then. The output's queue bounds that place: a frame was recorded no
+   * later than what played when its recording ended (as it arrives, or `agoMs` before, as its
+   * transport says: frames handled together though they arrived apart keep their places), nor longer
+   * before that than a burst lasts (past that, the caller's audio had a gap: it is placed there).
+   */
+  private advance(bins: number, agoMs: number): void {
+    this.played += bins;
     const queued = this.out?.queuedMs ?? 0;
     if (queued > 0) {
-      this.played = this.written - Math.round(queued / BIN_MS);
+      // What played when the frame's recording ended: now, or `agoMs` before (a frame of an append).
+      const playingThen = Math.max(this.base, this.written - Math.round(queued / BIN_MS) - Math.min(MAX_AGO_BINS, Math.round(agoMs / BIN_MS)));
+      if (this.played > playingThen || this.played < playingThen - MAX_BURST_BINS) this.played = playingThen;
       return;
     }
-    this.played += bins;
     if (this.played <= this.written) return;
     // The agent is silent: what is half a bin is as good as whole, and silence follows.
     if (this.sending.count > 0) this.bins.push(this.sending.take());
@@ -232,7 +258,7 @@ export class EchoGuard {
       peak.highs = Math.max(peak.highs, bin.highs);
     }
     // Bins long heard are no longer needed.
-    const keepFrom = end - WINDOW_BINS;
+    const keepFrom = end - WINDOW_BINS - MAX_AGO_BINS;
     if (keepFrom - this.base > 4 * WINDOW_BINS) {
       this.bins.splice(0, keepFrom - this.base);
       this.base = keepFrom;

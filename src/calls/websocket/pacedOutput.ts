@@ -54,6 +54,7 @@ export class PacedOutput {
       },
       sent: () => (this.unsent.length ? new Promise<void>((resolve) => this.allSent.push(resolve)) : Promise.resolve()),
       onPlayback: (listener) => playout.onPlayback(listener),
+      clientTruncates: true,
     };
   }
 

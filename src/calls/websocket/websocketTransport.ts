@@ -105,19 +105,27 @@ export class WebSocketTransport implements EventAudioTransport {
     this.events?.agentAudio(pcm);
   }
 
-  /** The first piece now; the others each in turn, before the client's next message. */
+  /**
+   * The first piece now; the others each in turn, before the client's next message. The append's
+   * audio was recorded up to its arrival: each frame is told when its recording ended (the echo
+   * guard meets it with the agent's audio playing then, not with what plays as the append arrives).
+   */
   private appendAudio(audio: string): void {
-    if (audio.length <= APPEND_PIECE_CHARS) return this.appendPiece(audio);
-    this.appendPiece(audio.slice(0, APPEND_PIECE_CHARS));
+    const arrivedAt = performance.now();
+    const msOf = (chars: number) => ((chars * 3) / 4 / (this.inputEncoding === 'pcm16' ? 2 : 1) / WIRE_RATE[this.inputEncoding]) * 1000;
+    if (audio.length <= APPEND_PIECE_CHARS) return this.appendPiece(audio, arrivedAt);
+    this.appendPiece(audio.slice(0, APPEND_PIECE_CHARS), arrivedAt - msOf(audio.length - APPEND_PIECE_CHARS));
     const rest: { bytes: number; run: () => void }[] = [];
     for (let at = APPEND_PIECE_CHARS; at < audio.length; at += APPEND_PIECE_CHARS) {
       const piece = audio.slice(at, at + APPEND_PIECE_CHARS);
-      rest.push({ bytes: piece.length, run: () => this.appendPiece(piece) });
+      const endsAt = arrivedAt - msOf(Math.max(0, audio.length - at - APPEND_PIECE_CHARS));
+      rest.push({ bytes: piece.length, run: () => this.appendPiece(piece, endsAt) });
     }
     this.inbound?.next(rest);
   }
 
-  private appendPiece(audio: string): void {
+  /** `endsAt`: when the piece's last sample was recorded (performance.now() ms). */
+  private appendPiece(audio: string, endsAt: number): void {
     const wire = Buffer.from(audio, 'base64');
     const decoded = decodeWireAudio(wire, this.inputEncoding);
     this.received.bytes += wire.length;
@@ -131,7 +139,9 @@ export class WebSocketTransport implements EventAudioTransport {
       all.set(samples, this.partial.length);
     }
     let at = 0;
-    for (; at + frame <= all.length; at += frame) this.events?.audio(all.slice(at, at + frame));
+    // A frame's recording ended before the piece's by the audio after it in the piece.
+    const capturedAt = (end: number) => endsAt - ((all.length - end) * 1000) / this.agentRate;
+    for (; at + frame <= all.length; at += frame) this.events?.audio(all.slice(at, at + frame), capturedAt(at + frame));
     this.partial = all.slice(at);
   }
 

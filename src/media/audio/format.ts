@@ -34,4 +34,9 @@ export interface AudioOut {
   sent?(): Promise<void>;
   /** Tells `listener` of each playback from now on; returns the unsubscribe. */
   onPlayback(listener: PlaybackListener): () => void;
+  /**
+   * The client plays what it is sent and truncates the item itself to what it heard (OpenAI's
+   * WebSocket): what was sent is the client's, and dropping what was not sent cuts nothing it has.
+   */
+  readonly clientTruncates?: boolean;
 }
