@@ -3,12 +3,9 @@
 // user item, when a reply starts, barge-in, playback events and the idle prompt. Each reply is a
 // Reply (reply.ts); the conversation belongs to the call. The caller's audio reaches the stages
 // through its Ears (ears.ts): the echo guard, and the session's noise suppression.
-import type { StillDecoder, StillImage } from '../media/stillImage.js';
+import type { StillImage } from '../media/stillImage.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
-import { hasCameraPicture, newItemId, type ContentPart, type MessageItem } from '../session/conversation.js';
-
-/** The camera's pictures a conversation keeps (the latest; each tens of kB). */
-const MAX_CAMERA_PICTURES = 8;
+import { newItemId, type MessageItem } from '../session/conversation.js';
 import type { TurnTrace } from '../observability/callTrace.js';
 import type { StageTimings } from '../session/events.js';
 import type { Session } from '../session/session.js';
@@ -20,10 +17,10 @@ import { Reply } from './reply.js';
 import type { VoiceStages } from './stages.js';
 import type { RecognitionStream } from './stt/types.js';
 import type { EndpointingOptions, TurnDetector } from './turn/types.js';
-import { Camera } from './vision/camera.js';
+import { CameraPictures, withPicture, type CameraPicturesDeps } from './voice/cameraPictures.js';
 import type { Agent, AgentContext, AgentFactory, Refusal, ResponseRequest } from './types.js';
 
-export interface VoiceAgentDeps {
+export interface VoiceAgentDeps extends CameraPicturesDeps {
   stages: VoiceStages;
   /** The reply model the session's model runs. */
   modelFor(session: Session): ReplyModel;
@@ -34,12 +31,6 @@ export interface VoiceAgentDeps {
    * end is certain (and dropped if the caller goes on); 0: replies start at the end of the turn.
    */
   prepareReplyAfterMs?: number;
-  /** Decodes the camera's key frame at the end of a turn (and clients' images); none: the camera is not used. */
-  stills?: StillDecoder;
-  /** How long a turn's end waits for the key frame it asked for. */
-  keyframeWaitMs?: number;
-  /** A camera picture was decoded in `ms` (from the key frame request), or put in a user message (metrics). */
-  onPicture?(event: { decodedMs: number } | { sent: true }): void;
   /** Connects to the MCP servers sessions name (absent: MCP tools fail to list, saying so). */
   mcp?: McpConnector;
 }
@@ -90,8 +81,8 @@ export class VoiceAgent implements Agent {
   /** The call's context, its audio out watched by the echo guard. */
   private readonly ctx: AgentContext;
   private readonly ears = new Ears(INPUT_RATE);
-  /** The caller's camera, while the call has one and the session's modalities include video. */
-  private readonly camera: Camera | undefined;
+  /** The camera's pictures for the caller's turns (cameraPictures.ts). */
+  private readonly pictures: CameraPictures;
   /** The session's MCP servers, listed and called. */
   private readonly mcp: McpHub;
   /**
@@ -107,18 +98,7 @@ export class VoiceAgent implements Agent {
   ) {
     this.ctx = { ...ctx, audio: this.ears.watch(ctx.audio) };
     this.session = ctx.session();
-    const { stills } = deps;
-    const requestKeyframe = ctx.requestKeyframe?.bind(ctx);
-    this.camera =
-      stills && requestKeyframe
-        ? new Camera({
-            decoder: { decode: (source) => stills.decode(source, ctx.apiKeyId) },
-            requestKeyframe,
-            keyframeWaitMs: deps.keyframeWaitMs ?? 400,
-            decoded: (ms) => deps.onPicture?.({ decodedMs: ms }),
-            failed: (code, message, cause) => ctx.emit({ type: 'stage.failed', stage: 'vision', code, message, recoverable: true, ...(cause ? { cause } : {}) }),
-          })
-        : undefined;
+    this.pictures = new CameraPictures(ctx, deps);
     this.mcp = new McpHub(this.ctx, deps.mcp);
     this.mcp.sync(this.session.mcpServers ?? []);
     this.setUpNoiseReduction();
@@ -148,19 +128,11 @@ export class VoiceAgent implements Agent {
   }
 
   decodeImage(bytes: Buffer): Promise<StillImage> {
-    if (!this.deps.stills) return Promise.reject(new Error('This server decodes no images.'));
-    return this.deps.stills.decode({ kind: 'image', bytes }, this.ctx.apiKeyId);
+    return this.pictures.decodeImage(bytes);
   }
 
   onVideoFrame(frame: VideoFrameInfo): void {
-    this.camera?.onFrame(frame);
-  }
-
-  /** The camera's picture for `turn` (one capture per turn); undefined without a camera or video in the modalities. */
-  private pictureFor(turn: Turn): Promise<StillImage | undefined> {
-    if (!this.camera?.active || !this.session.modalities.includes('video')) return Promise.resolve(undefined);
-    turn.picture ??= this.camera.capture();
-    return turn.picture;
+    this.pictures.onFrame(frame);
   }
 
   onSessionUpdate(session: Session): void {
@@ -284,7 +256,7 @@ export class VoiceAgent implements Agent {
     this.detector?.close();
     this.detector = undefined;
     this.ears.close();
-    this.camera?.close();
+    this.pictures.close();
     this.mcp.close();
   }
 
@@ -333,7 +305,7 @@ export class VoiceAgent implements Agent {
     this.turn?.prepared?.reply.discard();
     if (this.turn) this.turn.dropped = true;
     this.turn = this.startTurn();
-    this.camera?.turnDone();
+    this.pictures.turnDone();
     this.ctx.emit({ type: 'input.speech_started', itemId: this.turn.itemId, audioStartMs: Math.round(audioStartMs) });
     if (this.session.turnDetection.interruptResponse) this.interrupt();
     this.ears.turnStarts(audioStartMs);
@@ -356,7 +328,7 @@ export class VoiceAgent implements Agent {
     // What follows the pause (silence, or more speech) goes to a recognition of its own.
     turn.recognition = this.deps.stages.recognizer.start();
     const parts = [...turn.parts];
-    const picture = this.pictureFor(turn);
+    const picture = this.pictures.pictureFor(turn, this.session);
     Promise.all([Promise.all(parts), picture]).then(
       ([texts, image]) => {
         const transcript = joinParts(texts);
@@ -425,7 +397,7 @@ export class VoiceAgent implements Agent {
     if (turn.paused) turn.recognition.abort();
     const parts = turn.paused ? turn.parts : [...turn.parts, turn.recognition.finish(trace?.parent)];
     // The camera's picture is decoded while the words are recognised (a capture never rejects).
-    const picture = this.pictureFor(turn);
+    const picture = this.pictures.pictureFor(turn, this.session);
     let transcript: string;
     let image: StillImage | undefined;
     try {
@@ -454,11 +426,7 @@ export class VoiceAgent implements Agent {
     }
     trace?.words(transcript);
     item.content[0] = { type: 'input_audio', transcript };
-    if (image) {
-      item.content.push(...withPicture([], image));
-      this.deps.onPicture?.({ sent: true });
-      this.forgetOldPictures();
-    }
+    if (image) this.pictures.attach(item, image);
     if (this.session.transcribeInput) {
       // What the deltas have not said yet (all of it when the recogniser revised what they said).
       if (transcript.startsWith(turn.said) && transcript.length > turn.said.length) {
@@ -480,17 +448,6 @@ export class VoiceAgent implements Agent {
     const timings = { end_of_turn_wait_ms: Math.round(waitMs), transcription_ms: Math.round(recognisedAt - stoppedAt) };
     if (prepared) this.adopt(prepared, timings, voiceEndedAt, trace);
     else this.startReply({}, { timings, voiceEndedAt, ...(trace ? { turn: trace } : {}) });
-  }
-
-  /**
-   * Only the last MAX_CAMERA_PICTURES of the camera's pictures stay on their items (tens of kB each),
-   * so a long call's memory stays bounded; older user items keep their words.
-   */
-  private forgetOldPictures(): void {
-    const withPictures = this.ctx.conversation.items.filter(hasCameraPicture);
-    for (const old of withPictures.slice(0, -MAX_CAMERA_PICTURES)) {
-      if (old.type === 'message') old.content = old.content.filter((c) => !(c.type === 'input_image' && c.source === 'camera'));
-    }
   }
 
   /** A prepared reply becomes the reply: what it has done so far happens now. */
@@ -589,11 +546,6 @@ export class VoiceAgent implements Agent {
       this.startReply({}, {});
     }, idleMs);
   }
-}
-
-/** A user message's content with the camera's picture after its words, when there is one. */
-function withPicture(content: ContentPart[], image: StillImage | undefined): ContentPart[] {
-  return image ? [...content, { type: 'input_image', image, detail: 'auto', source: 'camera' }] : content;
 }
 
 export function voiceAgentFactory(deps: VoiceAgentDeps): AgentFactory {
