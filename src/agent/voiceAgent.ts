@@ -18,6 +18,7 @@ import type { VoiceStages } from './stages.js';
 import type { RecognitionStream } from './stt/types.js';
 import type { EndpointingOptions, TurnDetector } from './turn/types.js';
 import { CameraPictures, withPicture, type CameraPicturesDeps } from './voice/cameraPictures.js';
+import { IdlePrompt } from './voice/idlePrompt.js';
 import type { Agent, AgentContext, AgentFactory, Refusal, ResponseRequest } from './types.js';
 
 export interface VoiceAgentDeps extends CameraPicturesDeps {
@@ -73,7 +74,16 @@ export class VoiceAgent implements Agent {
   private inputMs = 0;
   /** The reply whose audio is on the wire, while it plays. */
   private playing: Reply | undefined;
-  private idleTimer: NodeJS.Timeout | undefined;
+  /** With idle_timeout_ms, silence after the agent spoke prompts a reply (idlePrompt.ts). */
+  private readonly idlePrompt = new IdlePrompt({
+    idleMs: () => this.session.turnDetection.idleTimeoutMs,
+    inputMs: () => this.inputMs,
+    quiet: () => !this.turn && !this.reply,
+    prompt: (fromMs, toMs) => {
+      this.ctx.emit({ type: 'input.timeout_triggered', audioStartMs: Math.round(fromMs), audioEndMs: Math.round(toMs) });
+      this.startReply({}, {});
+    },
+  });
   /** The traced turn whose reply's first packet is awaited: the next start of playback is it. */
   private firstPacket: TurnTrace | undefined;
   private readonly unsubscribePlayback: () => void;
@@ -245,7 +255,7 @@ export class VoiceAgent implements Agent {
   close(): void {
     this.closed = true;
     this.unsubscribePlayback();
-    clearTimeout(this.idleTimer);
+    this.idlePrompt.close();
     this.firstPacket?.abandon('call_ended');
     // A reply still being generated is cut where the caller stopped hearing it; one fully
     // generated was not interrupted, and is kept whole.
@@ -300,7 +310,7 @@ export class VoiceAgent implements Agent {
   }
 
   private onSpeechStarted(audioStartMs: number, preroll: Int16Array): void {
-    clearTimeout(this.idleTimer);
+    this.idlePrompt.cancel();
     this.turn?.recognition.abort();
     this.turn?.prepared?.reply.discard();
     if (this.turn) this.turn.dropped = true;
@@ -452,7 +462,7 @@ export class VoiceAgent implements Agent {
 
   /** A prepared reply becomes the reply: what it has done so far happens now. */
   private adopt(reply: Reply, timings: StageTimings, voiceEndedAt: number, trace: TurnTrace | undefined): void {
-    clearTimeout(this.idleTimer);
+    this.idlePrompt.cancel();
     this.reply = reply;
     reply.release(timings, voiceEndedAt, trace);
   }
@@ -466,7 +476,7 @@ export class VoiceAgent implements Agent {
    * user item, for adopt() or discard().
    */
   private startReply(request: ResponseRequest, measured: { timings?: StageTimings; voiceEndedAt?: number; turn?: TurnTrace }, heldFor?: MessageItem): Reply {
-    clearTimeout(this.idleTimer);
+    this.idlePrompt.cancel();
     const s = this.session;
     const modalities = request.outputModalities ?? s.outputModalities;
     const session = request.voice ? { ...s, voice: request.voice } : s;
@@ -531,20 +541,7 @@ export class VoiceAgent implements Agent {
     }
     reply.playbackEnded();
     if (this.reply === reply) this.reply = undefined;
-    this.armIdlePrompt();
-  }
-
-  /** With idle_timeout_ms, silence after the agent spoke prompts a reply. */
-  private armIdlePrompt(): void {
-    const idleMs = this.session.turnDetection.idleTimeoutMs;
-    if (!idleMs || this.closed) return;
-    clearTimeout(this.idleTimer);
-    const from = this.inputMs;
-    this.idleTimer = setTimeout(() => {
-      if (this.closed || this.turn || this.reply) return;
-      this.ctx.emit({ type: 'input.timeout_triggered', audioStartMs: Math.round(from), audioEndMs: Math.round(this.inputMs) });
-      this.startReply({}, {});
-    }, idleMs);
+    this.idlePrompt.arm();
   }
 }
 
