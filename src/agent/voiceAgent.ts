@@ -18,6 +18,7 @@ import type { VoiceStages } from './stages.js';
 import type { RecognitionStream } from './stt/types.js';
 import type { EndpointingOptions, TurnDetector } from './turn/types.js';
 import { CameraPictures, withPicture, type CameraPicturesDeps } from './voice/cameraPictures.js';
+import { FirstPacket } from './voice/firstPacket.js';
 import { IdlePrompt } from './voice/idlePrompt.js';
 import type { Agent, AgentContext, AgentFactory, Refusal, ResponseRequest } from './types.js';
 
@@ -84,8 +85,8 @@ export class VoiceAgent implements Agent {
       this.startReply({}, {});
     },
   });
-  /** The traced turn whose reply's first packet is awaited: the next start of playback is it. */
-  private firstPacket: TurnTrace | undefined;
+  /** The traced turn whose reply's first packet is awaited (firstPacket.ts). */
+  private readonly firstPacket = new FirstPacket();
   private readonly unsubscribePlayback: () => void;
   private closed = false;
   /** The call's context, its audio out watched by the echo guard. */
@@ -115,12 +116,7 @@ export class VoiceAgent implements Agent {
     this.setUpTurnDetection();
     // A playback cut short was ended by whoever cleared it (stopReply).
     this.unsubscribePlayback = ctx.audio.onPlayback({
-      playbackStarted: () => {
-        const turn = this.firstPacket;
-        this.firstPacket = undefined;
-        turn?.reached('first_packet', performance.now());
-        turn?.end();
-      },
+      playbackStarted: () => this.firstPacket.playbackStarted(),
       playbackFinished: ({ interrupted }) => {
         if (!interrupted) this.checkPlaybackEnded();
       },
@@ -256,7 +252,7 @@ export class VoiceAgent implements Agent {
     this.closed = true;
     this.unsubscribePlayback();
     this.idlePrompt.close();
-    this.firstPacket?.abandon('call_ended');
+    this.firstPacket.close();
     // A reply still being generated is cut where the caller stopped hearing it; one fully
     // generated was not interrupted, and is kept whole.
     if (this.reply?.generating) this.reply.stop('client_cancelled');
@@ -503,7 +499,7 @@ export class VoiceAgent implements Agent {
       timings: measured.timings ?? {},
       ...(measured.voiceEndedAt !== undefined ? { voiceEndedAt: measured.voiceEndedAt } : {}),
       ...(measured.turn ? { turn: measured.turn } : {}),
-      awaitFirstPacket: (turn) => this.awaitFirstPacket(reply, turn),
+      awaitFirstPacket: (turn) => this.firstPacket.await(turn, !!this.playing && this.playing !== reply),
       onAudio: () => {
         if (this.playing === reply) return;
         this.playing = reply;
@@ -515,20 +511,6 @@ export class VoiceAgent implements Agent {
     reply.start();
     void reply.done.then(() => this.checkPlaybackEnded());
     return reply;
-  }
-
-  /**
-   * `reply`'s first audio is queued: its turn's span ends when the first packet of it leaves — the
-   * next start of playback, unless an earlier reply is still playing (the new audio then follows it
-   * with no new start, and the span ends here, saying so).
-   */
-  private awaitFirstPacket(reply: Reply, turn: TurnTrace): void {
-    if (this.playing && this.playing !== reply) {
-      turn.set({ 'parley.turn.first_packet_seen': false });
-      return turn.end();
-    }
-    this.firstPacket?.abandon('superseded');
-    this.firstPacket = turn;
   }
 
   /** The caller heard all the audio written, or a reply finished: once a finished reply's audio has all played, it has ended. */
