@@ -3,6 +3,7 @@
 // user item, when a reply starts, barge-in, playback events and the idle prompt. Each reply is a
 // Reply (reply.ts); the conversation belongs to the call. The caller's audio reaches the stages
 // through its Ears (ears.ts): the echo guard, and the session's noise suppression.
+// Its collaborators in voice/: the camera's pictures, the idle prompt, first-packet tracking.
 import type { StillImage } from '../media/stillImage.js';
 import type { VideoFrameInfo } from '../media/videoReceiver.js';
 import { newItemId, type MessageItem } from '../session/conversation.js';
